@@ -1,0 +1,49 @@
+//! `cargo xtask <command>`: tempra's project tasks.
+
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+
+/// The test command the README gives and `.ci/run` runs.
+const TEST_ARGS: &[&str] = &["test", "--workspace", "--all-targets"];
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("ci") => ci(),
+        Some("help") | None => {
+            print_help();
+            Ok(())
+        }
+        Some(other) => {
+            print_help();
+            bail!("unknown xtask command `{other}`")
+        }
+    }
+}
+
+fn print_help() {
+    println!("cargo xtask <command>\n\ncommands:\n  ci    fmt check, clippy -D warnings, the test suite");
+}
+
+/// Runs `cargo` with `args`, printing how long it took.
+fn cargo(stage: &str, args: &[&str]) -> Result<()> {
+    let start = Instant::now();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .args(args)
+        .status()
+        .with_context(|| format!("starting cargo for {stage}"))?;
+    println!("xtask: {stage} took {:.1}s", start.elapsed().as_secs_f64());
+    if !status.success() {
+        bail!("{stage} failed ({status})");
+    }
+    Ok(())
+}
+
+fn ci() -> Result<()> {
+    cargo("fmt", &["fmt", "--all", "--check"])?;
+    cargo("clippy", &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])?;
+    cargo("tests", TEST_ARGS)
+}
