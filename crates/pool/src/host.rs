@@ -45,6 +45,16 @@ impl HostBlock {
         self.size
     }
 
+    /// All bytes of the block (zeroed when it was made).
+    pub fn as_bytes(&self) -> &[u8] {
+        self.bytes(self.size)
+    }
+
+    /// All bytes of the block, writable.
+    pub fn as_bytes_mut(&mut self) -> &mut [u8] {
+        self.bytes_mut(self.size)
+    }
+
     /// The first `len` bytes of the block (`len` ≤ size).
     pub(crate) fn bytes(&self, len: usize) -> &[u8] {
         let len = len.min(self.size);

@@ -1,10 +1,44 @@
 //! tempra-tensor: dtypes (including GGUF's quantized block formats), layouts and zero-copy
-//! views over refcounted storage, and the `ExecContext` facade over the `Backend` seam.
+//! views over refcounted storage, and the [`ExecContext`] facade over the [`Backend`]
+//! seam.
+//!
+//! - [`DType`] and [`quant`]: plain dtypes and GGUF block formats, with scalar reference
+//!   quantize/dequantize and dot products that every fast kernel is tested against.
+//! - [`Shape`], [`Layout`]: shape, strides in storage units and offset, stored inline.
+//! - [`Storage`], [`Tensor`]: refcounted memory (pooled, owned, mapped, static, device)
+//!   and cheap views over it.
+//! - [`ExecContext`]: validates ops, takes outputs from the backend's pool, calls the
+//!   [`Backend`]; [`ReferenceBackend`] is the scalar specification of every op.
 
+pub mod attention;
+pub mod backend;
+pub mod context;
 pub mod dtype;
+pub mod element;
 pub mod error;
+pub mod layout;
+pub mod op_kinds;
+pub mod quant;
+pub mod random;
+pub mod reference;
+pub mod rope;
 pub mod shape;
+pub mod storage;
+pub mod tensor;
+mod tensor_display;
 
+pub use attention::AttentionParams;
+pub use backend::Backend;
+pub use context::ExecContext;
 pub use dtype::DType;
+pub use element::Element;
 pub use error::{Result, TensorError};
+pub use layout::{Layout, Runs, StridedIndex, broadcast_shapes};
+pub use op_kinds::{BinaryOp, ReduceOp, UnaryOp};
+pub use reference::ReferenceBackend;
+pub use rope::{RopeConfig, RopeScaling, RopeStyle};
 pub use shape::{MAX_RANK, Shape};
+pub use storage::{DeviceStorage, MappedBytes, Storage};
+pub use tensor::Tensor;
+pub use tempra_pool;
+pub use half;

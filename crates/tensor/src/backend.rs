@@ -1,0 +1,113 @@
+//! The exec/backend seam: the `Backend` trait every backend implements.
+//!
+//! The [`crate::ExecContext`] validates each op (shapes, dtypes, ranges), takes the output
+//! from the backend's pool through [`Backend::allocate`], and calls one of these kernels
+//! with the inputs and a mutable output. Kernels never allocate outputs and may assume the
+//! context's checks hold: the output is contiguous, uniquely held and of the documented
+//! shape and dtype; inputs have the documented dtypes and broadcast shapes. Inputs may be
+//! strided (transposed and broadcast views are passed without copies).
+
+use std::fmt::Debug;
+
+use tempra_pool::PoolStats;
+
+use crate::attention::AttentionParams;
+use crate::error::Result;
+use crate::op_kinds::{BinaryOp, ReduceOp, UnaryOp};
+use crate::rope::RopeConfig;
+use crate::storage::Storage;
+use crate::tensor::Tensor;
+
+/// A set of kernels plus the memory their outputs come from.
+pub trait Backend: Send + Sync + Debug {
+    /// The backend's name (`"reference"`, `"cpu"`, `"wgpu"`).
+    fn name(&self) -> &'static str;
+
+    /// Storage of at least `bytes` bytes from this backend's pool. Its content is
+    /// unspecified (a recycled block): kernels write every output element.
+    fn allocate(&self, bytes: usize) -> Result<Storage>;
+
+    /// The counters of the pool outputs come from.
+    fn pool_stats(&self) -> PoolStats;
+
+    /// Copies host bytes into `out` (contiguous, `src.len()` == its byte size).
+    fn upload(&self, src: &[u8], out: &mut Tensor) -> Result<()>;
+
+    /// Sets every element of `out` to `value` (converted to its dtype).
+    fn fill(&self, out: &mut Tensor, value: f64) -> Result<()>;
+
+    /// Copies `src` (any layout) element by element into `dst`'s layout, converting plain
+    /// dtypes. `dst` may be a strided region of a uniquely held storage (concat, KV cache
+    /// writes); block dtypes must match and be copied whole blocks at a time.
+    fn copy(&self, src: &Tensor, dst: &mut Tensor) -> Result<()>;
+
+    /// Quantizes f32 `src` (contiguous rows) into block dtype `out`.
+    fn quantize(&self, src: &Tensor, out: &mut Tensor) -> Result<()>;
+
+    /// `out = op(x)`; `x` and `out` share the float dtype (F32 or F64).
+    fn unary(&self, op: UnaryOp, x: &Tensor, out: &mut Tensor) -> Result<()>;
+
+    /// `out = op(lhs, rhs)`; both inputs are already broadcast to `out`'s shape (stride-0
+    /// views) and share its float dtype.
+    fn binary(&self, op: BinaryOp, lhs: &Tensor, rhs: &Tensor, out: &mut Tensor) -> Result<()>;
+
+    /// `lhs_out = op(lhs_out, rhs)` in place; `lhs_out` is contiguous and uniquely held,
+    /// `rhs` is broadcast to its shape.
+    fn binary_inplace(&self, op: BinaryOp, lhs_out: &mut Tensor, rhs: &Tensor) -> Result<()>;
+
+    /// `out = op(x, scalar)`.
+    fn binary_scalar(&self, op: BinaryOp, x: &Tensor, scalar: f64, out: &mut Tensor) -> Result<()>;
+
+    /// Reduces `x` along `dim` into `out`, whose shape is `x`'s with `dim` set to 1.
+    fn reduce(&self, op: ReduceOp, x: &Tensor, dim: usize, out: &mut Tensor) -> Result<()>;
+
+    /// The index of the maximum along `dim` (first one on ties) into U32 `out`, shaped as
+    /// `x` with `dim` set to 1.
+    fn argmax(&self, x: &Tensor, dim: usize, out: &mut Tensor) -> Result<()>;
+
+    /// Softmax (or log-softmax when `log`) along the last dim.
+    fn softmax(&self, x: &Tensor, log: bool, out: &mut Tensor) -> Result<()>;
+
+    /// Batched matrix product: `a [.., M, K] · b [.., K, N] → out [.., M, N]`; batch dims
+    /// already broadcast to `out`'s. Inputs F32/F16/BF16 (any mix) give F32; F64 inputs
+    /// give F64.
+    fn matmul(&self, a: &Tensor, b: &Tensor, out: &mut Tensor) -> Result<()>;
+
+    /// `out [.., N] = x [.., K] · wᵀ (+ bias)` with `w [N, K]` of any float or block dtype
+    /// (block formats laid out as GGUF stores them: N rows of K values); `x` is F32 (or
+    /// F64 with an F64 weight), `bias` is `[N]` of `out`'s dtype.
+    fn linear(&self, x: &Tensor, w: &Tensor, bias: Option<&Tensor>, out: &mut Tensor) -> Result<()>;
+
+    /// RMS norm over the last dim: `x / √(mean(x²) + eps) · w`.
+    fn rms_norm(&self, x: &Tensor, w: &Tensor, eps: f64, out: &mut Tensor) -> Result<()>;
+
+    /// Layer norm over the last dim: `(x - mean) / √(var + eps) · w (+ b)`.
+    fn layer_norm(&self, x: &Tensor, w: &Tensor, b: Option<&Tensor>, eps: f64, out: &mut Tensor)
+    -> Result<()>;
+
+    /// Rotary embedding of `x [.., T, H, D]` at U32 `positions [T]`; `freq_factors`
+    /// (F32 `[rotary_dims/2]`, GGUF `rope_freqs`) divides each pair's frequency.
+    fn rope(
+        &self,
+        x: &Tensor,
+        positions: &Tensor,
+        config: &RopeConfig,
+        freq_factors: Option<&Tensor>,
+        out: &mut Tensor,
+    ) -> Result<()>;
+
+    /// Rows of `table [V, D]` (any float or block dtype) picked by U32 `ids [..]` into
+    /// `out [.., D]` (F32, or F64 for an F64 table).
+    fn embedding(&self, table: &Tensor, ids: &Tensor, out: &mut Tensor) -> Result<()>;
+
+    /// Causal attention: `q [.., Tq, Hq, D]` (F32/F64), `k [.., Tk, Hkv, D]` and
+    /// `v [.., Tk, Hkv, Dv]` (F32, F16 or F64) into `out [.., Tq, Hq, Dv]` of q's dtype.
+    fn attention(
+        &self,
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        params: &AttentionParams,
+        out: &mut Tensor,
+    ) -> Result<()>;
+}

@@ -1,0 +1,155 @@
+//! Network ops: rms_norm, layer_norm, rope, embedding, causal attention.
+
+use crate::attention::AttentionParams;
+use crate::context::{COMPUTE_FLOATS, ExecContext, expect_dtype};
+use crate::dtype::DType;
+use crate::error::{Result, TensorError};
+use crate::rope::RopeConfig;
+use crate::shape::Shape;
+use crate::tensor::Tensor;
+
+/// Float dtypes accepted for norm weights.
+const WEIGHT_FLOATS: &[DType] = &[DType::F32, DType::F16, DType::BF16, DType::F64];
+
+/// Checks a norm's input and its `[D]` parameter.
+fn check_norm_param(op: &'static str, x: &Tensor, p: &Tensor) -> Result<()> {
+    expect_dtype(op, p, WEIGHT_FLOATS, "a float weight")?;
+    if p.dims() != [x.shape().last()] {
+        return Err(TensorError::ShapeMismatch { op, lhs: *x.shape(), rhs: *p.shape() });
+    }
+    Ok(())
+}
+
+fn check_eps(op: &'static str, eps: f64) -> Result<()> {
+    if eps.is_finite() && eps >= 0.0 {
+        Ok(())
+    } else {
+        Err(TensorError::Argument { op, name: "eps", reason: format!("{eps} must be finite and ≥ 0") })
+    }
+}
+
+impl ExecContext {
+    /// RMS norm over the last dim: `x / √(mean(x²) + eps) · w`, `w [D]`.
+    pub fn rms_norm(&self, x: &Tensor, w: &Tensor, eps: f64) -> Result<Tensor> {
+        const OP: &str = "rms_norm";
+        expect_dtype(OP, x, COMPUTE_FLOATS, "f32 or f64")?;
+        check_norm_param(OP, x, w)?;
+        check_eps(OP, eps)?;
+        let mut out = self.alloc(OP, *x.shape(), x.dtype())?;
+        self.backend.rms_norm(x, w, eps, &mut out)?;
+        Ok(out)
+    }
+
+    /// Layer norm over the last dim: `(x - mean) / √(var + eps) · w (+ b)`.
+    pub fn layer_norm(&self, x: &Tensor, w: &Tensor, b: Option<&Tensor>, eps: f64) -> Result<Tensor> {
+        const OP: &str = "layer_norm";
+        expect_dtype(OP, x, COMPUTE_FLOATS, "f32 or f64")?;
+        check_norm_param(OP, x, w)?;
+        if let Some(b) = b {
+            check_norm_param(OP, x, b)?;
+        }
+        check_eps(OP, eps)?;
+        let mut out = self.alloc(OP, *x.shape(), x.dtype())?;
+        self.backend.layer_norm(x, w, b, eps, &mut out)?;
+        Ok(out)
+    }
+
+    /// Rotary position embedding of `x [.., T, H, D]` at U32 `positions [T]`.
+    /// `freq_factors` (F32 `[rotary_dims/2]`, GGUF `rope_freqs`) divides each pair's
+    /// frequency.
+    pub fn rope(
+        &self,
+        x: &Tensor,
+        positions: &Tensor,
+        config: &RopeConfig,
+        freq_factors: Option<&Tensor>,
+    ) -> Result<Tensor> {
+        const OP: &str = "rope";
+        expect_dtype(OP, x, COMPUTE_FLOATS, "f32 or f64")?;
+        expect_dtype(OP, positions, &[DType::U32], "u32 positions")?;
+        let r = x.rank();
+        if r < 3 {
+            return Err(TensorError::Rank { op: OP, rank: r, what: "at least 3: [.., T, H, D]" });
+        }
+        let (t, d) = (x.dims()[r - 3], x.dims()[r - 1]);
+        if positions.dims() != [t] {
+            return Err(TensorError::ShapeMismatch { op: OP, lhs: *x.shape(), rhs: *positions.shape() });
+        }
+        let rd = config.rotary_dims;
+        if rd == 0 || rd % 2 != 0 || rd > d || !(config.theta.is_finite() && config.theta > 0.0) {
+            return Err(TensorError::Argument {
+                op: OP,
+                name: "config",
+                reason: format!("rotary_dims {rd} must be even, in 2..={d}; theta {} must be > 0", config.theta),
+            });
+        }
+        if let Some(ff) = freq_factors {
+            expect_dtype(OP, ff, &[DType::F32], "f32 freq factors")?;
+            if ff.dims() != [rd / 2] {
+                return Err(TensorError::ShapeMismatch { op: OP, lhs: Shape::new(&[rd / 2])?, rhs: *ff.shape() });
+            }
+        }
+        let mut out = self.alloc(OP, *x.shape(), x.dtype())?;
+        self.backend.rope(x, positions, config, freq_factors, &mut out)?;
+        Ok(out)
+    }
+
+    /// Rows of `table [V, D]` (any float or block dtype) picked by U32 `ids` → `[.., D]`
+    /// (F32; F64 for an F64 table). An id ≥ V is an error naming it.
+    pub fn embedding(&self, table: &Tensor, ids: &Tensor) -> Result<Tensor> {
+        const OP: &str = "embedding";
+        expect_dtype(OP, ids, &[DType::U32], "u32 ids")?;
+        if table.rank() != 2 {
+            return Err(TensorError::Rank { op: OP, rank: table.rank(), what: "2 for the table [V, D]" });
+        }
+        let dtype = match table.dtype() {
+            DType::F64 => DType::F64,
+            DType::I32 | DType::U32 | DType::U8 => {
+                return Err(TensorError::DType { op: OP, dtype: table.dtype(), what: "a float or block table" });
+            }
+            _ => DType::F32,
+        };
+        let mut dims = ids.dims().to_vec();
+        dims.push(table.dims()[1]);
+        let mut out = self.alloc(OP, Shape::new(&dims)?, dtype)?;
+        self.backend.embedding(table, ids, &mut out)?;
+        Ok(out)
+    }
+
+    /// Causal attention with grouped KV heads, an optional sliding window and logit
+    /// soft-cap: `q [.., Tq, Hq, D]`, `k [.., Tk, Hkv, D]`, `v [.., Tk, Hkv, Dv]` →
+    /// `[.., Tq, Hq, Dv]`. This is the reference form; backends may fuse it.
+    pub fn attention(&self, q: &Tensor, k: &Tensor, v: &Tensor, params: &AttentionParams) -> Result<Tensor> {
+        const OP: &str = "attention";
+        expect_dtype(OP, q, COMPUTE_FLOATS, "f32 or f64 queries")?;
+        let kv_types: &[DType] = if q.dtype() == DType::F64 { &[DType::F64] } else { &[DType::F32, DType::F16] };
+        expect_dtype(OP, k, kv_types, "f32/f16 keys (f64 with f64 queries)")?;
+        expect_dtype(OP, v, kv_types, "f32/f16 values (f64 with f64 queries)")?;
+        let r = q.rank();
+        if r < 3 || k.rank() != r || v.rank() != r {
+            return Err(TensorError::Rank { op: OP, rank: r, what: "q, k, v of one rank ≥ 3: [.., T, H, D]" });
+        }
+        let (qd, kd, vd) = (q.dims(), k.dims(), v.dims());
+        let lead_ok = qd[..r - 3] == kd[..r - 3] && kd[..r - 3] == vd[..r - 3];
+        let (hq, hkv, d) = (qd[r - 2], kd[r - 2], qd[r - 1]);
+        let kv_ok = kd[r - 1] == d && vd[r - 3] == kd[r - 3] && vd[r - 2] == hkv;
+        if !lead_ok || !kv_ok || hkv == 0 || hq % hkv != 0 {
+            return Err(TensorError::ShapeMismatch { op: OP, lhs: *q.shape(), rhs: *k.shape() });
+        }
+        if kd[r - 3] == 0 || params.window == Some(0) || !params.scale.is_finite() {
+            return Err(TensorError::Argument {
+                op: OP,
+                name: "params",
+                reason: format!("needs ≥ 1 key, a window ≥ 1 and a finite scale ({params:?})"),
+            });
+        }
+        if params.softcap.is_some_and(|c| !(c.is_finite() && c > 0.0)) {
+            return Err(TensorError::Argument { op: OP, name: "softcap", reason: "must be finite and > 0".into() });
+        }
+        let mut dims = qd.to_vec();
+        dims[r - 1] = vd[r - 1];
+        let mut out = self.alloc(OP, Shape::new(&dims)?, q.dtype())?;
+        self.backend.attention(q, k, v, params, &mut out)?;
+        Ok(out)
+    }
+}
