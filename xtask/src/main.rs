@@ -1,5 +1,7 @@
 //! `cargo xtask <command>`: tempra's project tasks.
 
+mod make_model;
+
 use std::process::Command;
 use std::time::Instant;
 
@@ -12,6 +14,7 @@ fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("ci") => ci(),
+        Some("make-model") => make_model::make_model(&args[1..]),
         Some("help") | None => {
             print_help();
             Ok(())
@@ -24,7 +27,9 @@ fn main() -> Result<()> {
 }
 
 fn print_help() {
-    println!("cargo xtask <command>\n\ncommands:\n  ci    fmt check, clippy -D warnings, the test suite");
+    println!(
+        "cargo xtask <command>\n\ncommands:\n  ci          fmt check, clippy -D warnings, the test suite\n  make-model  random-weight GGUF models (see `cargo xtask make-model --help`)"
+    );
 }
 
 /// Runs `cargo` with `args`, printing how long it took.

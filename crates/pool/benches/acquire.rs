@@ -1,6 +1,12 @@
 //! Hit-path cost of `acquire` + drop against a fresh zeroed allocation of the same size,
 //! single-threaded and with a second thread contending for the same pool.
 //!
+//! Two fresh baselines: `fresh_alloc_zeroed` asks the global allocator for a 64-byte
+//! aligned zeroed block (for that alignment `std` calls `posix_memalign` + `memset`, so
+//! every page is written up front), `fresh_host_memory` is the pool's own miss path
+//! (`HostMemory`: zeroed through `calloc`, pages committed on first touch). Both then
+//! touch every page once and free the block.
+//!
 //! `cargo bench -p tempra-pool --bench acquire`
 
 use std::alloc::{Layout, alloc_zeroed, dealloc};
@@ -10,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use tempra_pool::BufferPool;
+use tempra_pool::{BufferPool, HostMemory, Memory};
 
 const SIZES: [(usize, &str); 4] = [
     (256, "256B"),
@@ -36,9 +42,25 @@ fn fresh_alloc(bytes: usize) {
     }
 }
 
+/// The pool's miss path without the pool: a fresh `HostMemory` block, every page touched
+/// once, freed.
+fn fresh_host_block(bytes: usize) {
+    let mut block = HostMemory.allocate(bytes).expect("allocation");
+    let ptr = block.as_mut_ptr();
+    let mut at = 0;
+    while at < bytes {
+        // SAFETY: `at < bytes`, the block's size.
+        unsafe { ptr.add(at).write_volatile(1) };
+        at += 4096;
+    }
+    drop(black_box(block));
+}
+
 fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("pool");
-    group.measurement_time(Duration::from_secs(2)).warm_up_time(Duration::from_millis(500));
+    group
+        .measurement_time(Duration::from_secs(2))
+        .warm_up_time(Duration::from_millis(500));
     for (bytes, name) in SIZES {
         let pool = BufferPool::host();
         drop(pool.acquire(bytes).unwrap()); // warm: the block is cached
@@ -70,6 +92,10 @@ fn bench(c: &mut Criterion) {
 
         group.bench_function(BenchmarkId::new("fresh_alloc_zeroed", name), |b| {
             b.iter(|| fresh_alloc(black_box(bytes)))
+        });
+
+        group.bench_function(BenchmarkId::new("fresh_host_memory", name), |b| {
+            b.iter(|| fresh_host_block(black_box(bytes)))
         });
     }
     group.finish();

@@ -21,7 +21,12 @@ pub struct Lease<M: Memory> {
 
 impl<M: Memory> Lease<M> {
     pub(crate) fn new(block: M::Block, len: usize, size: usize, shared: Arc<Shared<M>>) -> Self {
-        Self { block: ManuallyDrop::new(block), len, size, shared }
+        Self {
+            block: ManuallyDrop::new(block),
+            len,
+            size,
+            shared,
+        }
     }
 
     /// The bytes asked for.
@@ -97,6 +102,9 @@ impl<M: Memory> Drop for Lease<M> {
 
 impl<M: Memory> fmt::Debug for Lease<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Lease").field("len", &self.len).field("capacity", &self.size).finish()
+        f.debug_struct("Lease")
+            .field("len", &self.len)
+            .field("capacity", &self.size)
+            .finish()
     }
 }

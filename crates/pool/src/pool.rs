@@ -1,7 +1,7 @@
 //! `BufferPool`: the allocation policy, generic over [`Memory`].
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::PoolError;
@@ -25,14 +25,25 @@ pub struct PoolConfig {
 
 impl Default for PoolConfig {
     fn default() -> Self {
-        Self { max_cached_bytes: DEFAULT_MAX_CACHED_BYTES }
+        Self {
+            max_cached_bytes: DEFAULT_MAX_CACHED_BYTES,
+        }
     }
 }
 
 /// Counters and the cache, guarded by one mutex (the hot path takes it once per acquire
-/// and once per release, so counting under it costs nothing extra).
+/// and once per release, so counting under it costs nothing extra: plain integers here
+/// instead of atomics outside save four atomic read-modify-writes per acquire/release).
 struct Locked<B> {
     free: FreeList<B>,
+    /// Live leases.
+    outstanding: usize,
+    /// Bytes held by live leases (block sizes).
+    outstanding_bytes: usize,
+    /// Set when the last handle dropped: leases then free their blocks directly. Kept
+    /// under the lock so a release racing with the last handle's drop cannot cache a
+    /// block after the final trim.
+    closed: bool,
     hits: u64,
     misses: u64,
     reclaims: u64,
@@ -42,50 +53,48 @@ struct Locked<B> {
     peak_outstanding_bytes: usize,
 }
 
+impl<B> Locked<B> {
+    /// Counts a lease of `size` bytes handed out for a request of `bytes`.
+    #[inline]
+    fn account(&mut self, bytes: usize, size: usize) {
+        self.outstanding += 1;
+        self.outstanding_bytes += size;
+        self.peak_outstanding_bytes = self.peak_outstanding_bytes.max(self.outstanding_bytes);
+        self.requested_bytes += bytes as u64;
+        self.handed_out_bytes += size as u64;
+    }
+}
+
 /// The state every handle and lease of one pool shares.
 pub(crate) struct Shared<M: Memory> {
     pub(crate) memory: M,
     config: PoolConfig,
     locked: Mutex<Locked<M::Block>>,
-    /// Live leases.
-    outstanding: AtomicUsize,
-    /// Bytes held by live leases (block sizes).
-    outstanding_bytes: AtomicUsize,
     /// Live `BufferPool` handles.
     handles: AtomicUsize,
-    /// Set when the last handle dropped: leases then free their blocks directly.
-    closed: AtomicBool,
 }
 
 impl<M: Memory> Shared<M> {
     fn lock(&self) -> MutexGuard<'_, Locked<M::Block>> {
         // A panic while holding the lock cannot leave the free list inconsistent (every
         // update is a handful of plain assignments), so a poisoned lock is still usable.
-        self.locked.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Counts a lease of `size` bytes handed out for a request of `bytes`.
-    #[inline]
-    fn account(&self, locked: &mut Locked<M::Block>, bytes: usize, size: usize) {
-        self.outstanding.fetch_add(1, Ordering::AcqRel);
-        let now = self.outstanding_bytes.fetch_add(size, Ordering::AcqRel) + size;
-        locked.peak_outstanding_bytes = locked.peak_outstanding_bytes.max(now);
-        locked.requested_bytes += bytes as u64;
-        locked.handed_out_bytes += size as u64;
+        self.locked
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Returns a released block: cached, or freed when the pool is closed or the block
     /// does not fit the budget.
+    #[inline]
     pub(crate) fn release(&self, block: M::Block, size: usize) {
-        self.outstanding.fetch_sub(1, Ordering::Release);
-        self.outstanding_bytes.fetch_sub(size, Ordering::Release);
-        if self.closed.load(Ordering::Acquire) {
-            drop(block);
-            return;
-        }
         let mut locked = self.lock();
+        locked.outstanding -= 1;
+        locked.outstanding_bytes -= size;
         let cap = self.config.max_cached_bytes;
-        if size > cap || locked.free.bytes() + size > cap {
+        if locked.closed {
+            drop(locked);
+            drop(block); // freed outside the lock
+        } else if size > cap || locked.free.bytes() + size > cap {
             locked.evictions += 1;
             drop(locked);
             drop(block); // freed outside the lock
@@ -124,6 +133,9 @@ impl<M: Memory> BufferPool<M> {
     pub fn with_config(memory: M, config: PoolConfig) -> Self {
         let locked = Locked {
             free: FreeList::new(),
+            outstanding: 0,
+            outstanding_bytes: 0,
+            closed: false,
             hits: 0,
             misses: 0,
             reclaims: 0,
@@ -137,10 +149,7 @@ impl<M: Memory> BufferPool<M> {
                 memory,
                 config,
                 locked: Mutex::new(locked),
-                outstanding: AtomicUsize::new(0),
-                outstanding_bytes: AtomicUsize::new(0),
                 handles: AtomicUsize::new(1),
-                closed: AtomicBool::new(false),
             }),
         }
     }
@@ -160,32 +169,50 @@ impl<M: Memory> BufferPool<M> {
     /// Takes the smallest ready cached block of the request's size class or above (within
     /// the waste bound), else makes a fresh one without holding the lock. If making it
     /// fails, frees every cached block and tries once more.
+    ///
+    /// A request whose size class overflows or exceeds `isize::MAX` fails with
+    /// [`PoolError::SizeTooLarge`] naming the request, and leaves the cache alone.
     pub fn acquire(&self, bytes: usize) -> Result<Lease<M>, PoolError> {
         let shared = &*self.shared;
-        let class = size_class(bytes).ok_or(PoolError::SizeTooLarge { bytes })?;
+        let class = match size_class(bytes) {
+            Some(class) if class <= isize::MAX as usize => class,
+            _ => return Err(PoolError::SizeTooLarge { bytes }),
+        };
         let mut locked = shared.lock();
-        let cached = locked.free.take(class, max_block_for(class), |b| shared.memory.is_ready(b));
+        let cached = locked
+            .free
+            .take(class, max_block_for(class), |b| shared.memory.is_ready(b));
         if let Some((block, size)) = cached {
             locked.hits += 1;
-            shared.account(&mut locked, bytes, size);
+            locked.account(bytes, size);
             drop(locked);
             return Ok(Lease::new(block, bytes, size, Arc::clone(&self.shared)));
         }
         drop(locked); // never held while making a fresh block
+        self.acquire_fresh(bytes, class)
+    }
+
+    /// The miss path of [`Self::acquire`], out of line so the hit path stays small.
+    #[inline(never)]
+    fn acquire_fresh(&self, bytes: usize, class: usize) -> Result<Lease<M>, PoolError> {
+        let shared = &*self.shared;
         let block = self.allocate_fresh(class)?;
         let size = shared.memory.block_size(&block);
         let mut locked = shared.lock();
         locked.misses += 1;
-        shared.account(&mut locked, bytes, size);
+        locked.account(bytes, size);
         drop(locked);
         Ok(Lease::new(block, bytes, size, Arc::clone(&self.shared)))
     }
 
     /// Makes a fresh block; on failure frees the cache and retries once (a reclaim).
+    /// A request the memory refuses as too large is not retried: freeing the cache
+    /// cannot make it fit.
     fn allocate_fresh(&self, class: usize) -> Result<M::Block, PoolError> {
         let shared = &*self.shared;
         match shared.memory.allocate(class) {
             Ok(block) => Ok(block),
+            Err(first @ PoolError::SizeTooLarge { .. }) => Err(first),
             Err(first) => {
                 if self.trim() == 0 {
                     return Err(first);
@@ -211,18 +238,19 @@ impl<M: Memory> BufferPool<M> {
     /// Returns [`PoolError::Leaked`] with the live leases and their bytes otherwise.
     pub fn close(&self) -> Result<(), PoolError> {
         self.trim();
-        let leases = self.shared.outstanding.load(Ordering::Acquire);
+        let locked = self.shared.lock();
+        let (leases, bytes) = (locked.outstanding, locked.outstanding_bytes);
+        drop(locked);
         if leases == 0 {
             Ok(())
         } else {
-            let bytes = self.shared.outstanding_bytes.load(Ordering::Acquire);
             Err(PoolError::Leaked { leases, bytes })
         }
     }
 
     /// Live leases now.
     pub fn outstanding(&self) -> usize {
-        self.shared.outstanding.load(Ordering::Acquire)
+        self.shared.lock().outstanding
     }
 
     /// A snapshot of the counters.
@@ -235,8 +263,8 @@ impl<M: Memory> BufferPool<M> {
             evictions: locked.evictions,
             cached_blocks: locked.free.blocks(),
             cached_bytes: locked.free.bytes(),
-            outstanding: self.shared.outstanding.load(Ordering::Acquire),
-            outstanding_bytes: self.shared.outstanding_bytes.load(Ordering::Acquire),
+            outstanding: locked.outstanding,
+            outstanding_bytes: locked.outstanding_bytes,
             peak_outstanding_bytes: locked.peak_outstanding_bytes,
             requested_bytes: locked.requested_bytes,
             handed_out_bytes: locked.handed_out_bytes,
@@ -245,8 +273,8 @@ impl<M: Memory> BufferPool<M> {
 
     /// Restarts peak tracking from the bytes outstanding now.
     pub fn reset_peak(&self) {
-        let now = self.shared.outstanding_bytes.load(Ordering::Acquire);
-        self.shared.lock().peak_outstanding_bytes = now;
+        let mut locked = self.shared.lock();
+        locked.peak_outstanding_bytes = locked.outstanding_bytes;
     }
 
     /// Whether two handles refer to the same pool.
@@ -258,7 +286,9 @@ impl<M: Memory> BufferPool<M> {
 impl<M: Memory> Clone for BufferPool<M> {
     fn clone(&self) -> Self {
         self.shared.handles.fetch_add(1, Ordering::Relaxed);
-        Self { shared: Arc::clone(&self.shared) }
+        Self {
+            shared: Arc::clone(&self.shared),
+        }
     }
 }
 
@@ -267,12 +297,16 @@ impl<M: Memory> Drop for BufferPool<M> {
         if self.shared.handles.fetch_sub(1, Ordering::AcqRel) != 1 {
             return;
         }
-        // The last handle: from now on leases free their blocks directly.
-        self.shared.closed.store(true, Ordering::Release);
+        // The last handle: from now on leases free their blocks directly. Set under the
+        // lock, then trimmed: a release either cached its block before (and the trim frees
+        // it) or sees `closed` and frees it itself.
+        let (leases, bytes) = {
+            let mut locked = self.shared.lock();
+            locked.closed = true;
+            (locked.outstanding, locked.outstanding_bytes)
+        };
         self.trim();
-        let leases = self.shared.outstanding.load(Ordering::Acquire);
         if leases > 0 && cfg!(debug_assertions) {
-            let bytes = self.shared.outstanding_bytes.load(Ordering::Acquire);
             eprintln!(
                 "tempra-pool: pool dropped with {leases} live leases holding {bytes} bytes \
                  (a leak; they are freed when they drop)"

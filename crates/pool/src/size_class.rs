@@ -34,7 +34,11 @@ pub fn size_class(bytes: usize) -> Option<usize> {
 /// The largest cached block a request of class `class` may receive.
 #[inline]
 pub fn max_block_for(class: usize) -> usize {
-    let ratio = if class >= LARGE_CLASS { LARGE_WASTE_RATIO } else { SMALL_WASTE_RATIO };
+    let ratio = if class >= LARGE_CLASS {
+        LARGE_WASTE_RATIO
+    } else {
+        SMALL_WASTE_RATIO
+    };
     class.saturating_mul(ratio)
 }
 
@@ -55,7 +59,10 @@ mod tests {
     #[test]
     fn large_classes_are_page_multiples() {
         assert_eq!(size_class(SMALL_LIMIT + 1), Some(SMALL_LIMIT + QUANTUM));
-        assert_eq!(size_class(5 * 1024 * 1024 + 3), Some(5 * 1024 * 1024 + QUANTUM));
+        assert_eq!(
+            size_class(5 * 1024 * 1024 + 3),
+            Some(5 * 1024 * 1024 + QUANTUM)
+        );
         assert_eq!(size_class(usize::MAX), None);
     }
 

@@ -20,7 +20,12 @@ pub struct AttentionParams {
 impl AttentionParams {
     /// Causal attention with the usual 1/√`head_dim` scale, queries starting at `q_start`.
     pub fn causal(head_dim: usize, q_start: usize) -> Self {
-        Self { scale: 1.0 / (head_dim as f32).sqrt(), q_start, window: None, softcap: None }
+        Self {
+            scale: 1.0 / (head_dim as f32).sqrt(),
+            q_start,
+            window: None,
+            softcap: None,
+        }
     }
 
     /// Whether query at absolute position `q_pos` sees the key at position `k_pos`.

@@ -76,29 +76,67 @@ pub trait Backend: Send + Sync + Debug {
     /// `out [.., N] = x [.., K] · wᵀ (+ bias)` with `w [N, K]` of any float or block dtype
     /// (block formats laid out as GGUF stores them: N rows of K values); `x` is F32 (or
     /// F64 with an F64 weight), `bias` is `[N]` of `out`'s dtype.
-    fn linear(&self, x: &Tensor, w: &Tensor, bias: Option<&Tensor>, out: &mut Tensor) -> Result<()>;
+    fn linear(&self, x: &Tensor, w: &Tensor, bias: Option<&Tensor>, out: &mut Tensor)
+    -> Result<()>;
 
     /// RMS norm over the last dim: `x / √(mean(x²) + eps) · w`.
     fn rms_norm(&self, x: &Tensor, w: &Tensor, eps: f64, out: &mut Tensor) -> Result<()>;
 
     /// Layer norm over the last dim: `(x - mean) / √(var + eps) · w (+ b)`.
-    fn layer_norm(&self, x: &Tensor, w: &Tensor, b: Option<&Tensor>, eps: f64, out: &mut Tensor)
-    -> Result<()>;
+    fn layer_norm(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        b: Option<&Tensor>,
+        eps: f64,
+        out: &mut Tensor,
+    ) -> Result<()>;
 
     /// Rotary embedding of `x [.., T, H, D]` at U32 `positions [T]`; `freq_factors`
-    /// (F32 `[rotary_dims/2]`, GGUF `rope_freqs`) divides each pair's frequency.
+    /// (F32 `[rotary_dims/2]`, GGUF `rope_freqs`) divides each pair's frequency. With
+    /// `inverse` the rotation runs backwards (angle −θ): the gradient of rope.
     fn rope(
         &self,
         x: &Tensor,
         positions: &Tensor,
         config: &RopeConfig,
         freq_factors: Option<&Tensor>,
+        inverse: bool,
         out: &mut Tensor,
     ) -> Result<()>;
 
     /// Rows of `table [V, D]` (any float or block dtype) picked by U32 `ids [..]` into
     /// `out [.., D]` (F32, or F64 for an F64 table).
     fn embedding(&self, table: &Tensor, ids: &Tensor, out: &mut Tensor) -> Result<()>;
+
+    /// The gradient of `embedding` w.r.t. the table: `out [V, D]` (zeroed by the kernel)
+    /// accumulates row `grad[p]` into row `ids[p]` for every position `p`.
+    fn embedding_backward(&self, ids: &Tensor, grad: &Tensor, out: &mut Tensor) -> Result<()>;
+
+    /// `out [.., depth]` = 1 where the last index equals U32 `ids [..]`, else 0.
+    fn one_hot(&self, ids: &Tensor, out: &mut Tensor) -> Result<()>;
+
+    /// Per-row cross-entropy of `logits [.., V]` against U32 `targets [..]`:
+    /// `out[r] = logsumexp(logits[r]) − logits[r, targets[r]]`, 0 where the target equals
+    /// `ignore_index`.
+    fn cross_entropy(
+        &self,
+        logits: &Tensor,
+        targets: &Tensor,
+        ignore_index: Option<u32>,
+        out: &mut Tensor,
+    ) -> Result<()>;
+
+    /// The gradient of [`Backend::cross_entropy`]: `out [.., V] = (softmax(logits) −
+    /// onehot(targets)) · grad[r]`, zero rows where the target is ignored.
+    fn cross_entropy_backward(
+        &self,
+        logits: &Tensor,
+        targets: &Tensor,
+        ignore_index: Option<u32>,
+        grad: &Tensor,
+        out: &mut Tensor,
+    ) -> Result<()>;
 
     /// Causal attention: `q [.., Tq, Hq, D]` (F32/F64), `k [.., Tk, Hkv, D]` and
     /// `v [.., Tk, Hkv, Dv]` (F32, F16 or F64) into `out [.., Tq, Hq, Dv]` of q's dtype.
@@ -109,5 +147,21 @@ pub trait Backend: Send + Sync + Debug {
         v: &Tensor,
         params: &AttentionParams,
         out: &mut Tensor,
+    ) -> Result<()>;
+
+    /// The gradients of [`Backend::attention`] given `grad [.., Tq, Hq, Dv]`: `dq` (q's
+    /// shape), `dk` and `dv` (k's and v's shapes), all of q's dtype; the kernel zeroes and
+    /// fills them.
+    #[allow(clippy::too_many_arguments)]
+    fn attention_backward(
+        &self,
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        params: &AttentionParams,
+        grad: &Tensor,
+        dq: &mut Tensor,
+        dk: &mut Tensor,
+        dv: &mut Tensor,
     ) -> Result<()>;
 }

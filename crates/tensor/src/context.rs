@@ -3,6 +3,7 @@
 
 mod creation;
 mod elementwise;
+mod gradients;
 mod linalg;
 mod nn;
 mod reduction;
@@ -73,25 +74,79 @@ impl ExecContext {
 pub(crate) fn rename_op(err: TensorError, new_op: &'static str) -> TensorError {
     use TensorError as E;
     match err {
-        E::ShapeMismatch { lhs, rhs, .. } => E::ShapeMismatch { op: new_op, lhs, rhs },
-        E::Broadcast { lhs, rhs, .. } => E::Broadcast { op: new_op, lhs, rhs },
-        E::DType { dtype, what, .. } => E::DType { op: new_op, dtype, what },
-        E::DTypeMismatch { lhs, rhs, .. } => E::DTypeMismatch { op: new_op, lhs, rhs },
-        E::DimOutOfRange { dim, rank, .. } => E::DimOutOfRange { op: new_op, dim, rank },
-        E::Rank { rank, what, .. } => E::Rank { op: new_op, rank, what },
-        E::OutOfBounds { dim, start, end, size, .. } => E::OutOfBounds { op: new_op, dim, start, end, size },
-        E::View { shape, reason, .. } => E::View { op: new_op, shape, reason },
+        E::ShapeMismatch { lhs, rhs, .. } => E::ShapeMismatch {
+            op: new_op,
+            lhs,
+            rhs,
+        },
+        E::Broadcast { lhs, rhs, .. } => E::Broadcast {
+            op: new_op,
+            lhs,
+            rhs,
+        },
+        E::DType { dtype, what, .. } => E::DType {
+            op: new_op,
+            dtype,
+            what,
+        },
+        E::DTypeMismatch { lhs, rhs, .. } => E::DTypeMismatch {
+            op: new_op,
+            lhs,
+            rhs,
+        },
+        E::DimOutOfRange { dim, rank, .. } => E::DimOutOfRange {
+            op: new_op,
+            dim,
+            rank,
+        },
+        E::Rank { rank, what, .. } => E::Rank {
+            op: new_op,
+            rank,
+            what,
+        },
+        E::OutOfBounds {
+            dim,
+            start,
+            end,
+            size,
+            ..
+        } => E::OutOfBounds {
+            op: new_op,
+            dim,
+            start,
+            end,
+            size,
+        },
+        E::View { shape, reason, .. } => E::View {
+            op: new_op,
+            shape,
+            reason,
+        },
         E::Overflow { shape, .. } => E::Overflow { op: new_op, shape },
         other => other,
     }
 }
 
+/// A shape from `dims`, with errors attributed to `op`.
+pub(crate) fn shape_for(op: &'static str, dims: &[usize]) -> Result<Shape> {
+    Shape::new(dims).map_err(|e| rename_op(e, op))
+}
+
 /// Checks that `t` has one of the float dtypes `allowed`.
-pub(crate) fn expect_dtype(op: &'static str, t: &Tensor, allowed: &[DType], what: &'static str) -> Result<()> {
+pub(crate) fn expect_dtype(
+    op: &'static str,
+    t: &Tensor,
+    allowed: &[DType],
+    what: &'static str,
+) -> Result<()> {
     if allowed.contains(&t.dtype()) {
         Ok(())
     } else {
-        Err(TensorError::DType { op, dtype: t.dtype(), what })
+        Err(TensorError::DType {
+            op,
+            dtype: t.dtype(),
+            what,
+        })
     }
 }
 
@@ -100,7 +155,11 @@ pub(crate) fn expect_same_dtype(op: &'static str, a: &Tensor, b: &Tensor) -> Res
     if a.dtype() == b.dtype() {
         Ok(())
     } else {
-        Err(TensorError::DTypeMismatch { op, lhs: a.dtype(), rhs: b.dtype() })
+        Err(TensorError::DTypeMismatch {
+            op,
+            lhs: a.dtype(),
+            rhs: b.dtype(),
+        })
     }
 }
 

@@ -121,7 +121,7 @@ impl DType {
     /// `elements` is not a multiple of the block length or the size overflows.
     pub const fn bytes_for(self, elements: usize) -> Option<usize> {
         let bl = self.block_len();
-        if elements % bl != 0 {
+        if !elements.is_multiple_of(bl) {
             return None;
         }
         (elements / bl).checked_mul(self.block_bytes())
@@ -218,7 +218,11 @@ mod tests {
                 assert_eq!(DType::from_gguf_type_id(id), Some(dt));
             }
         }
-        assert_eq!(DType::from_gguf_type_id(4), None, "Q4_2 was removed from ggml");
+        assert_eq!(
+            DType::from_gguf_type_id(4),
+            None,
+            "Q4_2 was removed from ggml"
+        );
     }
 
     #[test]

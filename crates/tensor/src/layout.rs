@@ -16,6 +16,8 @@ mod reshape;
 mod strided_index;
 mod views;
 
+/// Re-exported here because layouts are where the rank limit bites.
+pub use crate::shape::MAX_RANK;
 pub use broadcast::broadcast_shapes;
 pub use strided_index::{Runs, StridedIndex};
 
@@ -24,7 +26,7 @@ use std::ops::Range;
 
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
-use crate::shape::{MAX_RANK, Shape};
+use crate::shape::Shape;
 
 /// Why a block-quantized shape is rejected.
 const BLOCK_LAST_DIM: &str =
@@ -90,7 +92,12 @@ impl Layout {
         }
         let units = unit_dims(&shape, dtype);
         let strides = contiguous_strides(OP, &shape, &units[..shape.rank()])?;
-        Ok(Layout { shape, strides, offset: 0, dtype })
+        Ok(Layout {
+            shape,
+            strides,
+            offset: 0,
+            dtype,
+        })
     }
 
     /// A layout from explicit strides and offset (in storage units), validated.
@@ -123,8 +130,15 @@ impl Layout {
         }
         let mut all = [0; MAX_RANK];
         all[..rank].copy_from_slice(strides);
-        let layout = Layout { shape, strides: all, offset, dtype };
-        layout.checked_units_spanned().ok_or(TensorError::Overflow { op: OP, shape })?;
+        let layout = Layout {
+            shape,
+            strides: all,
+            offset,
+            dtype,
+        };
+        layout
+            .checked_units_spanned()
+            .ok_or(TensorError::Overflow { op: OP, shape })?;
         Ok(layout)
     }
 
@@ -217,7 +231,8 @@ impl Layout {
 
     /// [`Self::units_spanned`] in bytes (`units * dtype.block_bytes()`), saturating.
     pub fn bytes_spanned(&self) -> usize {
-        self.units_spanned().saturating_mul(self.dtype.block_bytes())
+        self.units_spanned()
+            .saturating_mul(self.dtype.block_bytes())
     }
 
     /// The range of storage units the layout covers when it is contiguous, else `None`.
@@ -283,11 +298,14 @@ impl Layout {
 
     /// The size of `dim`, or a [`TensorError::DimOutOfRange`] naming `op`.
     fn check_dim(&self, op: &'static str, dim: usize) -> Result<usize> {
-        self.dims().get(dim).copied().ok_or(TensorError::DimOutOfRange {
-            op,
-            dim,
-            rank: self.rank(),
-        })
+        self.dims()
+            .get(dim)
+            .copied()
+            .ok_or(TensorError::DimOutOfRange {
+                op,
+                dim,
+                rank: self.rank(),
+            })
     }
 
     /// Whether `dim` is the last dim of a block-quantized layout (the dim blocks run
@@ -321,7 +339,9 @@ fn unit_dims(shape: &Shape, dtype: DType) -> [usize; MAX_RANK] {
 /// For a block dtype, checks the shape has a last dim that is a multiple of the block
 /// length (so rank ≥ 1).
 fn check_block_shape(op: &'static str, shape: &Shape, dtype: DType) -> Result<()> {
-    if dtype.is_quantized() && (shape.rank() == 0 || shape.last() % dtype.block_len() != 0) {
+    if dtype.is_quantized()
+        && (shape.rank() == 0 || !shape.last().is_multiple_of(dtype.block_len()))
+    {
         return Err(view_err(op, *shape, BLOCK_LAST_DIM));
     }
     Ok(())
@@ -329,13 +349,19 @@ fn check_block_shape(op: &'static str, shape: &Shape, dtype: DType) -> Result<()
 
 /// Row-major strides for `units` (dims in storage units); `Overflow` naming `shape` when a
 /// stride does not fit in `usize`.
-fn contiguous_strides(op: &'static str, shape: &Shape, units: &[usize]) -> Result<[usize; MAX_RANK]> {
+fn contiguous_strides(
+    op: &'static str,
+    shape: &Shape,
+    units: &[usize],
+) -> Result<[usize; MAX_RANK]> {
     let mut strides = [0; MAX_RANK];
     let mut acc = 1usize;
     for d in (0..units.len()).rev() {
         strides[d] = acc;
         if d > 0 {
-            acc = acc.checked_mul(units[d]).ok_or(TensorError::Overflow { op, shape: *shape })?;
+            acc = acc
+                .checked_mul(units[d])
+                .ok_or(TensorError::Overflow { op, shape: *shape })?;
         }
     }
     Ok(strides)
@@ -439,12 +465,22 @@ mod tests {
     #[test]
     fn contiguous_errors() {
         let e = Layout::contiguous(sh(&[4, 33]), DType::Q4_0).unwrap_err();
-        assert!(matches!(e, TensorError::View { op: "contiguous", reason: BLOCK_LAST_DIM, .. }));
+        assert!(matches!(
+            e,
+            TensorError::View {
+                op: "contiguous",
+                reason: BLOCK_LAST_DIM,
+                ..
+            }
+        ));
         assert!(Layout::contiguous(Shape::SCALAR, DType::Q8_0).is_err());
         let big = sh(&[usize::MAX, 2]);
         assert_eq!(
             Layout::contiguous(big, DType::F32).unwrap_err(),
-            TensorError::Overflow { op: "contiguous", shape: big }
+            TensorError::Overflow {
+                op: "contiguous",
+                shape: big
+            }
         );
         // Empty, but the outer stride would not fit.
         let empty = sh(&[2, usize::MAX, 0, usize::MAX]);
@@ -464,19 +500,32 @@ mod tests {
 
         assert!(matches!(
             Layout::from_parts(sh(&[3, 2]), &[1], 0, DType::F32),
-            Err(TensorError::Rank { op: "from_parts", rank: 1, .. })
+            Err(TensorError::Rank {
+                op: "from_parts",
+                rank: 1,
+                ..
+            })
         ));
         assert!(matches!(
             Layout::from_parts(sh(&[3, 48]), &[2, 1], 0, DType::Q8_0),
-            Err(TensorError::View { reason: BLOCK_LAST_DIM, .. })
+            Err(TensorError::View {
+                reason: BLOCK_LAST_DIM,
+                ..
+            })
         ));
         assert!(matches!(
             Layout::from_parts(sh(&[3, 64]), &[1, 3], 0, DType::Q8_0),
-            Err(TensorError::View { reason: BLOCK_LAST_STRIDE, .. })
+            Err(TensorError::View {
+                reason: BLOCK_LAST_STRIDE,
+                ..
+            })
         ));
         assert!(matches!(
             Layout::from_parts(sh(&[3, 2]), &[usize::MAX, 1], 0, DType::F32),
-            Err(TensorError::Overflow { op: "from_parts", .. })
+            Err(TensorError::Overflow {
+                op: "from_parts",
+                ..
+            })
         ));
         assert!(matches!(
             Layout::from_parts(sh(&[2]), &[1], usize::MAX, DType::F32),
@@ -502,11 +551,21 @@ mod tests {
         let l = f32l(&[2, 3]);
         assert_eq!(
             l.index_to_offset(&[1]).unwrap_err(),
-            TensorError::Rank { op: "index_to_offset", rank: 1, what: "one index per dim of the layout" }
+            TensorError::Rank {
+                op: "index_to_offset",
+                rank: 1,
+                what: "one index per dim of the layout"
+            }
         );
         assert_eq!(
             l.index_to_offset(&[1, 3]).unwrap_err(),
-            TensorError::OutOfBounds { op: "index_to_offset", dim: 1, start: 3, end: 4, size: 3 }
+            TensorError::OutOfBounds {
+                op: "index_to_offset",
+                dim: 1,
+                start: 3,
+                end: 4,
+                size: 3
+            }
         );
         assert!(l.index_to_offset(&[usize::MAX, 0]).is_err());
     }
@@ -514,7 +573,10 @@ mod tests {
     #[test]
     fn formatting() {
         let l = f32l(&[2, 3]);
-        assert_eq!(format!("{l:?}"), "Layout { shape: [2, 3], strides: [3, 1], offset: 0, dtype: f32 }");
+        assert_eq!(
+            format!("{l:?}"),
+            "Layout { shape: [2, 3], strides: [3, 1], offset: 0, dtype: f32 }"
+        );
         assert_eq!(l.to_string(), "f32[2, 3] strides [3, 1] @0");
     }
 }

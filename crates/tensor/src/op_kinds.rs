@@ -89,13 +89,7 @@ impl UnaryOp {
             UnaryOp::Tanh => x.tanh(),
             UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
             UnaryOp::Relu => {
-                if x > 0.0 {
-                    x
-                } else if x.is_nan() {
-                    x
-                } else {
-                    0.0
-                }
+                if x > 0.0 || x.is_nan() { x } else { 0.0 }
             }
             UnaryOp::Silu => x / (1.0 + (-x).exp()),
             UnaryOp::GeluTanh => {
@@ -126,8 +120,14 @@ pub enum BinaryOp {
 
 impl BinaryOp {
     /// Every binary op.
-    pub const ALL: [BinaryOp; 6] =
-        [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Maximum, BinaryOp::Minimum];
+    pub const ALL: [BinaryOp; 6] = [
+        BinaryOp::Add,
+        BinaryOp::Sub,
+        BinaryOp::Mul,
+        BinaryOp::Div,
+        BinaryOp::Maximum,
+        BinaryOp::Minimum,
+    ];
 
     /// The op's name.
     pub const fn name(self) -> &'static str {

@@ -4,6 +4,7 @@
 
 mod copy;
 mod elementwise;
+mod gradients;
 mod host_access;
 mod linalg;
 mod nn;
@@ -43,7 +44,13 @@ impl Backend for ReferenceBackend {
     }
 
     fn allocate(&self, bytes: usize) -> Result<Storage> {
-        let lease = self.pool.acquire(bytes).map_err(|source| TensorError::Pool { op: "allocate", source })?;
+        let lease = self
+            .pool
+            .acquire(bytes)
+            .map_err(|source| TensorError::Pool {
+                op: "allocate",
+                source,
+            })?;
         Ok(Storage::Pooled(lease))
     }
 
@@ -99,7 +106,13 @@ impl Backend for ReferenceBackend {
         linalg::matmul(a, b, out)
     }
 
-    fn linear(&self, x: &Tensor, w: &Tensor, bias: Option<&Tensor>, out: &mut Tensor) -> Result<()> {
+    fn linear(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        bias: Option<&Tensor>,
+        out: &mut Tensor,
+    ) -> Result<()> {
         linalg::linear(x, w, bias, out)
     }
 
@@ -107,7 +120,14 @@ impl Backend for ReferenceBackend {
         nn::rms_norm(x, w, eps, out)
     }
 
-    fn layer_norm(&self, x: &Tensor, w: &Tensor, b: Option<&Tensor>, eps: f64, out: &mut Tensor) -> Result<()> {
+    fn layer_norm(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        b: Option<&Tensor>,
+        eps: f64,
+        out: &mut Tensor,
+    ) -> Result<()> {
         nn::layer_norm(x, w, b, eps, out)
     }
 
@@ -117,13 +137,57 @@ impl Backend for ReferenceBackend {
         positions: &Tensor,
         config: &RopeConfig,
         freq_factors: Option<&Tensor>,
+        inverse: bool,
         out: &mut Tensor,
     ) -> Result<()> {
-        nn::rope(x, positions, config, freq_factors, out)
+        nn::rope(x, positions, config, freq_factors, inverse, out)
     }
 
     fn embedding(&self, table: &Tensor, ids: &Tensor, out: &mut Tensor) -> Result<()> {
         nn::embedding(table, ids, out)
+    }
+
+    fn embedding_backward(&self, ids: &Tensor, grad: &Tensor, out: &mut Tensor) -> Result<()> {
+        gradients::embedding_backward(ids, grad, out)
+    }
+
+    fn one_hot(&self, ids: &Tensor, out: &mut Tensor) -> Result<()> {
+        gradients::one_hot(ids, out)
+    }
+
+    fn cross_entropy(
+        &self,
+        logits: &Tensor,
+        targets: &Tensor,
+        ignore_index: Option<u32>,
+        out: &mut Tensor,
+    ) -> Result<()> {
+        gradients::cross_entropy(logits, targets, ignore_index, out)
+    }
+
+    fn cross_entropy_backward(
+        &self,
+        logits: &Tensor,
+        targets: &Tensor,
+        ignore_index: Option<u32>,
+        grad: &Tensor,
+        out: &mut Tensor,
+    ) -> Result<()> {
+        gradients::cross_entropy_backward(logits, targets, ignore_index, grad, out)
+    }
+
+    fn attention_backward(
+        &self,
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        params: &AttentionParams,
+        grad: &Tensor,
+        dq: &mut Tensor,
+        dk: &mut Tensor,
+        dv: &mut Tensor,
+    ) -> Result<()> {
+        gradients::attention_backward(q, k, v, params, grad, dq, dk, dv)
     }
 
     fn attention(

@@ -50,7 +50,12 @@ pub struct RopeConfig {
 impl RopeConfig {
     /// Plain rope over `rotary_dims` with base `theta`.
     pub fn new(rotary_dims: usize, theta: f64, style: RopeStyle) -> Self {
-        Self { rotary_dims, theta, style, scaling: RopeScaling::None }
+        Self {
+            rotary_dims,
+            theta,
+            style,
+            scaling: RopeScaling::None,
+        }
     }
 
     /// The inverse frequency of pair `i` (0 ≤ i < rotary_dims/2), with scaling applied;
@@ -60,7 +65,12 @@ impl RopeConfig {
         let scaled = match self.scaling {
             RopeScaling::None => base,
             RopeScaling::Linear { factor } => base / factor,
-            RopeScaling::Llama3 { factor, low_freq_factor, high_freq_factor, original_max_position } => {
+            RopeScaling::Llama3 {
+                factor,
+                low_freq_factor,
+                high_freq_factor,
+                original_max_position,
+            } => {
                 let low_wavelen = original_max_position / low_freq_factor;
                 let high_wavelen = original_max_position / high_freq_factor;
                 let wavelen = 2.0 * PI / base;

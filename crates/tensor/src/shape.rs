@@ -16,7 +16,10 @@ pub struct Shape {
 
 impl Shape {
     /// The shape of a scalar (rank 0, one element).
-    pub const SCALAR: Shape = Shape { dims: [0; MAX_RANK], rank: 0 };
+    pub const SCALAR: Shape = Shape {
+        dims: [0; MAX_RANK],
+        rank: 0,
+    };
 
     /// A shape from `dims`, or an error when the rank exceeds [`MAX_RANK`].
     pub fn new(dims: &[usize]) -> Result<Shape> {
@@ -53,23 +56,30 @@ impl Shape {
 
     /// The size of dim `d` (panics never: out-of-range dims are an error).
     pub fn dim(&self, d: usize) -> Result<usize> {
-        self.dims().get(d).copied().ok_or(TensorError::DimOutOfRange {
-            op: "dim",
-            dim: d,
-            rank: self.rank(),
-        })
+        self.dims()
+            .get(d)
+            .copied()
+            .ok_or(TensorError::DimOutOfRange {
+                op: "dim",
+                dim: d,
+                rank: self.rank(),
+            })
     }
 
     /// The number of elements (1 for a scalar), saturating at `usize::MAX` on overflow;
     /// use [`Self::checked_elem_count`] where overflow must be an error.
     #[inline]
     pub fn elem_count(&self) -> usize {
-        self.dims().iter().fold(1usize, |acc, &d| acc.saturating_mul(d))
+        self.dims()
+            .iter()
+            .fold(1usize, |acc, &d| acc.saturating_mul(d))
     }
 
     /// The number of elements, or `None` on overflow.
     pub fn checked_elem_count(&self) -> Option<usize> {
-        self.dims().iter().try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        self.dims()
+            .iter()
+            .try_fold(1usize, |acc, &d| acc.checked_mul(d))
     }
 
     /// The last dim's size (1 for a scalar).
@@ -80,7 +90,7 @@ impl Shape {
     /// Elements per row of the last dim, and the number of such rows.
     pub fn rows_cols(&self) -> (usize, usize) {
         let cols = self.last();
-        let rows = if cols == 0 { 0 } else { self.elem_count() / cols };
+        let rows = self.elem_count().checked_div(cols).unwrap_or(0);
         (rows, cols)
     }
 }
@@ -144,6 +154,9 @@ mod tests {
         assert_eq!(s.to_string(), "[2, 3, 4]");
         assert_eq!(Shape::SCALAR.elem_count(), 1);
         assert!(Shape::new(&[1; 7]).is_err());
-        assert_eq!(Shape::new(&[usize::MAX, 2]).unwrap().checked_elem_count(), None);
+        assert_eq!(
+            Shape::new(&[usize::MAX, 2]).unwrap().checked_elem_count(),
+            None
+        );
     }
 }

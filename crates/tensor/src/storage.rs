@@ -36,13 +36,20 @@ pub struct MappedBytes {
 
 impl MappedBytes {
     /// The bytes `start..start + len` of `owner`, or an error when out of range.
-    pub fn new(owner: Arc<dyn AsRef<[u8]> + Send + Sync>, start: usize, len: usize) -> Result<Self> {
+    pub fn new(
+        owner: Arc<dyn AsRef<[u8]> + Send + Sync>,
+        start: usize,
+        len: usize,
+    ) -> Result<Self> {
         let total = (*owner).as_ref().len();
-        let end = start.checked_add(len).filter(|&e| e <= total).ok_or_else(|| TensorError::Argument {
-            op: "mapped_bytes",
-            name: "range",
-            reason: format!("{start}+{len} exceeds the {total} bytes of the mapping"),
-        })?;
+        let end = start
+            .checked_add(len)
+            .filter(|&e| e <= total)
+            .ok_or_else(|| TensorError::Argument {
+                op: "mapped_bytes",
+                name: "range",
+                reason: format!("{start}+{len} exceeds the {total} bytes of the mapping"),
+            })?;
         let _ = end;
         Ok(Self { owner, start, len })
     }
@@ -80,14 +87,17 @@ impl Storage {
     pub fn owned_zeroed(bytes: usize) -> Result<Storage> {
         let block = HostMemory
             .allocate(bytes.max(1))
-            .map_err(|source| TensorError::Pool { op: "owned_zeroed", source })?;
+            .map_err(|source| TensorError::Pool {
+                op: "owned_zeroed",
+                source,
+            })?;
         Ok(Storage::Owned(block))
     }
 
     /// Static bytes, zero-copy when 64-byte aligned, else copied once into an owned
     /// aligned buffer (block structs and SIMD loads need alignment).
     pub fn from_static(bytes: &'static [u8]) -> Result<Storage> {
-        if (bytes.as_ptr() as usize) % tempra_pool::HOST_ALIGN == 0 {
+        if (bytes.as_ptr() as usize).is_multiple_of(tempra_pool::HOST_ALIGN) {
             return Ok(Storage::Static(bytes));
         }
         let mut owned = Self::owned_zeroed(bytes.len())?;
@@ -160,13 +170,14 @@ impl Storage {
             return device.read_bytes(offset, dst);
         }
         let src = self.host_bytes()?;
-        let end = offset.checked_add(dst.len()).filter(|&e| e <= src.len()).ok_or_else(|| {
-            TensorError::Argument {
+        let end = offset
+            .checked_add(dst.len())
+            .filter(|&e| e <= src.len())
+            .ok_or_else(|| TensorError::Argument {
                 op: "read_bytes",
                 name: "range",
                 reason: format!("{offset}+{} exceeds {} bytes", dst.len(), src.len()),
-            }
-        })?;
+            })?;
         dst.copy_from_slice(&src[offset..end]);
         Ok(())
     }
@@ -190,17 +201,26 @@ pub fn cast_host<'a, T: bytemuck::Pod>(op: &'static str, bytes: &'a [u8]) -> Res
     bytemuck::try_cast_slice(&bytes[..whole]).map_err(|e| TensorError::Argument {
         op,
         name: "storage",
-        reason: format!("cannot view host bytes as {}: {e}", std::any::type_name::<T>()),
+        reason: format!(
+            "cannot view host bytes as {}: {e}",
+            std::any::type_name::<T>()
+        ),
     })
 }
 
 /// Views host bytes as a writable slice of `T`. See [`cast_host`].
-pub fn cast_host_mut<'a, T: bytemuck::Pod>(op: &'static str, bytes: &'a mut [u8]) -> Result<&'a mut [T]> {
+pub fn cast_host_mut<'a, T: bytemuck::Pod>(
+    op: &'static str,
+    bytes: &'a mut [u8],
+) -> Result<&'a mut [T]> {
     let whole = bytes.len() - bytes.len() % size_of::<T>();
     bytemuck::try_cast_slice_mut(&mut bytes[..whole]).map_err(|e| TensorError::Argument {
         op,
         name: "storage",
-        reason: format!("cannot view host bytes as {}: {e}", std::any::type_name::<T>()),
+        reason: format!(
+            "cannot view host bytes as {}: {e}",
+            std::any::type_name::<T>()
+        ),
     })
 }
 

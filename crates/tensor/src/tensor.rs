@@ -163,7 +163,10 @@ impl Tensor {
     }
 
     fn with_layout(&self, layout: Layout) -> Tensor {
-        Tensor { storage: Arc::clone(&self.storage), layout }
+        Tensor {
+            storage: Arc::clone(&self.storage),
+            layout,
+        }
     }
 
     /// A view of `len` entries of dim `dim` starting at `start`.
@@ -191,7 +194,11 @@ impl Tensor {
     pub fn t(&self) -> Result<Tensor> {
         let r = self.rank();
         if r < 2 {
-            return Err(TensorError::Rank { op: "t", rank: r, what: "at least 2" });
+            return Err(TensorError::Rank {
+                op: "t",
+                rank: r,
+                what: "at least 2",
+            });
         }
         self.transpose(r - 2, r - 1)
     }
@@ -246,7 +253,11 @@ impl Tensor {
     /// Every element in row-major order as `T`, which must be this tensor's dtype.
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         if T::DTYPE != self.dtype() {
-            return Err(TensorError::DTypeMismatch { op: "to_vec", lhs: self.dtype(), rhs: T::DTYPE });
+            return Err(TensorError::DTypeMismatch {
+                op: "to_vec",
+                lhs: self.dtype(),
+                rhs: T::DTYPE,
+            });
         }
         let bytes = self.spanned_host_bytes()?;
         let data: Cow<'_, [T]> = match bytemuck::try_cast_slice::<u8, T>(&bytes) {

@@ -84,7 +84,10 @@ impl Ref {
         let ids = (0..count(&dims))
             .map(|flat| {
                 let old = map(&unravel(flat, &dims));
-                let old_flat = old.iter().zip(&self.dims).fold(0, |acc, (&i, &d)| acc * d + i);
+                let old_flat = old
+                    .iter()
+                    .zip(&self.dims)
+                    .fold(0, |acc, (&i, &d)| acc * d + i);
                 self.ids[old_flat]
             })
             .collect();
@@ -111,10 +114,14 @@ impl Ref {
 }
 
 /// Whether unit ids in row-major order over `dims` can be written as
-/// `ids[0] + Σ idx_d * stride_d` for some non-negative strides (i.e. a view exists).
-fn strided_view_exists(dims: &[usize], ids: &[usize]) -> bool {
+/// `ids[0] + Σ idx_d * stride_d` for some non-negative strides (i.e. a view exists); for a
+/// block dtype (`block`), the last dim must also have stride 1 when it has several units.
+fn strided_view_exists(dims: &[usize], ids: &[usize], block: bool) -> bool {
     if ids.is_empty() {
         return true;
+    }
+    if block && dims.last().is_some_and(|&d| d > 1) && ids[1] != ids[0] + 1 {
+        return false;
     }
     let mut strides = vec![0usize; dims.len()];
     let mut step = 1;
@@ -141,7 +148,7 @@ fn random_shape(n: usize, bl: usize, rng: &mut Rng) -> Vec<usize> {
     let mut m = units;
     let mut p = 2;
     while m > 1 {
-        while m % p == 0 {
+        while m.is_multiple_of(p) {
             factors.push(p);
             m /= p;
         }
@@ -188,7 +195,10 @@ fn apply(layout: Layout, r: &Ref, op: &Op) -> (Layout, Ref) {
     match *op {
         Op::Narrow(a, b, c) => {
             if rank == 0 {
-                assert!(matches!(layout.narrow(0, 0, 0), Err(TensorError::DimOutOfRange { .. })));
+                assert!(matches!(
+                    layout.narrow(0, 0, 0),
+                    Err(TensorError::DimOutOfRange { .. })
+                ));
                 return unchanged;
             }
             let dim = a % rank;
@@ -204,7 +214,9 @@ fn apply(layout: Layout, r: &Ref, op: &Op) -> (Layout, Ref) {
                 let e = layout.narrow(dim, start_u * bl + 1, bl - 1).unwrap_err();
                 assert!(matches!(e, TensorError::View { op: "narrow", .. }), "{e}");
             }
-            let err = layout.narrow(dim, start_u * g, size - start_u * g + 1).unwrap_err();
+            let err = layout
+                .narrow(dim, start_u * g, size - start_u * g + 1)
+                .unwrap_err();
             assert!(matches!(err, TensorError::OutOfBounds { .. }), "{err}");
             let (start, len) = (start_u * g, len_u * g);
             let l = layout.narrow(dim, start, len).unwrap();
@@ -220,7 +232,11 @@ fn apply(layout: Layout, r: &Ref, op: &Op) -> (Layout, Ref) {
         Op::Permute(seed) => {
             let mut rng = Rng(seed);
             let mut perm: Vec<usize> = (0..rank).collect();
-            let movable = if block && rng.below(4) != 0 { rank.saturating_sub(1) } else { rank };
+            let movable = if block && rng.below(4) != 0 {
+                rank.saturating_sub(1)
+            } else {
+                rank
+            };
             for i in (1..movable).rev() {
                 perm.swap(i, rng.below(i + 1));
             }
@@ -247,7 +263,13 @@ fn apply(layout: Layout, r: &Ref, op: &Op) -> (Layout, Ref) {
             let (d0, d1) = (a % rank, b % rank);
             let res = layout.transpose(d0, d1);
             if block && d0 != d1 && (d0 == last || d1 == last) {
-                assert!(matches!(res, Err(TensorError::View { op: "transpose", .. })));
+                assert!(matches!(
+                    res,
+                    Err(TensorError::View {
+                        op: "transpose",
+                        ..
+                    })
+                ));
                 return unchanged;
             }
             let l = res.unwrap();
@@ -264,15 +286,21 @@ fn apply(layout: Layout, r: &Ref, op: &Op) -> (Layout, Ref) {
             let n = r.ids.len();
             let dims = random_shape(n, bl, &mut Rng(seed));
             assert_eq!(count(&dims), n, "{dims:?}");
-            let nr = Ref { dims: dims.clone(), ids: r.ids.clone() };
+            let nr = Ref {
+                dims: dims.clone(),
+                ids: r.ids.clone(),
+            };
             let (udims, uids) = nr.units(bl);
-            let expressible = strided_view_exists(&udims, &uids);
+            let expressible = strided_view_exists(&udims, &uids, block);
             match layout.reshape(shape(&dims)) {
                 Ok(l) => (l, nr),
                 Err(e) => {
                     assert!(matches!(e, TensorError::View { op: "reshape", .. }), "{e}");
                     assert!(!layout.is_contiguous(), "contiguous layouts always reshape");
-                    assert!(!expressible, "{layout:?} -> {dims:?}: a view exists but was refused");
+                    assert!(
+                        !expressible,
+                        "{layout:?} -> {dims:?}: a view exists but was refused"
+                    );
                     // The element count check comes first.
                     let mut wrong = dims.clone();
                     wrong.push(2);
@@ -286,27 +314,39 @@ fn apply(layout: Layout, r: &Ref, op: &Op) -> (Layout, Ref) {
         }
         Op::BroadcastTo(seed) => {
             let mut rng = Rng(seed);
-            let lead = if rank < MAX_RANK { rng.below(MAX_RANK - rank + 1).min(2) } else { 0 };
+            let lead = if rank < MAX_RANK {
+                rng.below(MAX_RANK - rank + 1).min(2)
+            } else {
+                0
+            };
             let mut dims: Vec<usize> = (0..lead).map(|_| 1 + rng.below(3)).collect();
             for &d in &r.dims {
-                dims.push(if d == 1 && rng.below(2) == 0 { 1 + rng.below(3) } else { d });
+                dims.push(if d == 1 && rng.below(2) == 0 {
+                    1 + rng.below(3)
+                } else {
+                    d
+                });
             }
             if count(&dims) > MAX_ELEMS {
                 return unchanged;
             }
             // Sometimes a bad target: a dim that is neither equal nor from 1.
-            if let Some(d) = (0..rank).find(|&d| r.dims[d] > 1) {
-                if rng.below(4) == 0 {
-                    let mut bad = dims.clone();
-                    bad[lead + d] += 1;
-                    let e = layout.broadcast_to(shape(&bad)).unwrap_err();
-                    assert!(matches!(e, TensorError::Broadcast { .. }), "{e}");
-                }
+            if let Some(d) = (0..rank).find(|&d| r.dims[d] > 1)
+                && rng.below(4) == 0
+            {
+                let mut bad = dims.clone();
+                bad[lead + d] += 1;
+                let e = layout.broadcast_to(shape(&bad)).unwrap_err();
+                assert!(matches!(e, TensorError::Broadcast { .. }), "{e}");
             }
             let l = layout.broadcast_to(shape(&dims)).unwrap();
             let odims = r.dims.clone();
             let nr = r.gather(dims, |idx| {
-                idx[lead..].iter().zip(&odims).map(|(&i, &d)| if d == 1 { 0 } else { i }).collect()
+                idx[lead..]
+                    .iter()
+                    .zip(&odims)
+                    .map(|(&i, &d)| if d == 1 { 0 } else { i })
+                    .collect()
             });
             (l, nr)
         }
@@ -314,16 +354,34 @@ fn apply(layout: Layout, r: &Ref, op: &Op) -> (Layout, Ref) {
             let dim = a % (rank + 1);
             let res = layout.unsqueeze(dim);
             if rank == MAX_RANK {
-                assert!(matches!(res, Err(TensorError::Rank { op: "unsqueeze", .. })));
+                assert!(matches!(
+                    res,
+                    Err(TensorError::Rank {
+                        op: "unsqueeze",
+                        ..
+                    })
+                ));
                 return unchanged;
             }
             if block && dim == rank {
-                assert!(matches!(res, Err(TensorError::View { op: "unsqueeze", .. })));
+                assert!(matches!(
+                    res,
+                    Err(TensorError::View {
+                        op: "unsqueeze",
+                        ..
+                    })
+                ));
                 return unchanged;
             }
             let mut dims = r.dims.clone();
             dims.insert(dim, 1);
-            (res.unwrap(), Ref { dims, ids: r.ids.clone() })
+            (
+                res.unwrap(),
+                Ref {
+                    dims,
+                    ids: r.ids.clone(),
+                },
+            )
         }
         Op::Squeeze(a) => {
             if rank == 0 {
@@ -331,7 +389,11 @@ fn apply(layout: Layout, r: &Ref, op: &Op) -> (Layout, Ref) {
             }
             // Prefer a size-1 dim when there is one.
             let ones: Vec<usize> = (0..rank).filter(|&d| r.dims[d] == 1).collect();
-            let dim = if a % 2 == 0 && !ones.is_empty() { ones[a / 2 % ones.len()] } else { a % rank };
+            let dim = if a % 2 == 0 && !ones.is_empty() {
+                ones[a / 2 % ones.len()]
+            } else {
+                a % rank
+            };
             let res = layout.squeeze(dim);
             if (block && dim == last) || r.dims[dim] != 1 {
                 assert!(matches!(res, Err(TensorError::View { op: "squeeze", .. })));
@@ -339,7 +401,13 @@ fn apply(layout: Layout, r: &Ref, op: &Op) -> (Layout, Ref) {
             }
             let mut dims = r.dims.clone();
             dims.remove(dim);
-            (res.unwrap(), Ref { dims, ids: r.ids.clone() })
+            (
+                res.unwrap(),
+                Ref {
+                    dims,
+                    ids: r.ids.clone(),
+                },
+            )
         }
         Op::Select(a, b) => {
             if rank == 0 {
@@ -348,9 +416,18 @@ fn apply(layout: Layout, r: &Ref, op: &Op) -> (Layout, Ref) {
             let dim = a % rank;
             let size = r.dims[dim];
             let e = layout.select(dim, size).unwrap_err();
-            assert!(matches!(e, TensorError::OutOfBounds { .. } | TensorError::View { .. }), "{e}");
+            assert!(
+                matches!(
+                    e,
+                    TensorError::OutOfBounds { .. } | TensorError::View { .. }
+                ),
+                "{e}"
+            );
             if block && dim == last {
-                assert!(matches!(layout.select(dim, 0), Err(TensorError::View { op: "select", .. })));
+                assert!(matches!(
+                    layout.select(dim, 0),
+                    Err(TensorError::View { op: "select", .. })
+                ));
                 return unchanged;
             }
             if size == 0 {
@@ -411,14 +488,20 @@ fn check(layout: &Layout, r: &Ref) {
     assert_eq!(layout.is_contiguous(), dense, "{layout:?}");
     if dense && !uids.is_empty() {
         assert_eq!(layout.runs().len(), 1);
-        assert_eq!(layout.contiguous_range(), Some(uids[0]..uids[0] + uids.len()));
+        assert_eq!(
+            layout.contiguous_range(),
+            Some(uids[0]..uids[0] + uids.len())
+        );
     }
     if !dense {
         assert_eq!(layout.contiguous_range(), None);
     }
     let spanned = uids.iter().max().map_or(0, |m| m + 1);
     assert_eq!(layout.units_spanned(), spanned);
-    assert_eq!(layout.bytes_spanned(), spanned * layout.dtype().block_bytes());
+    assert_eq!(
+        layout.bytes_spanned(),
+        spanned.saturating_mul(layout.dtype().block_bytes())
+    );
     let _ = (layout.to_string(), format!("{layout:?}"));
 }
 
@@ -426,7 +509,10 @@ fn run_chain(layout: Layout, ops: &[Op]) {
     let bl = layout.dtype().block_len();
     let n = layout.elem_count();
     let base = layout.offset() * bl;
-    let mut r = Ref { dims: layout.dims().to_vec(), ids: (base..base + n).collect() };
+    let mut r = Ref {
+        dims: layout.dims().to_vec(),
+        ids: (base..base + n).collect(),
+    };
     let mut l = layout;
     check(&l, &r);
     for op in ops {
@@ -479,18 +565,18 @@ proptest! {
     ) {
         // Whatever the parts, construction either fails cleanly or yields a layout whose
         // views keep the reference mapping.
-        if let Ok(layout) = Layout::from_parts(shape(&dims), &strides, offset, DType::F32) {
-            if layout.elem_count() <= MAX_ELEMS {
-                let ids = (0..layout.elem_count())
-                    .map(|flat| layout.index_to_offset(&unravel(flat, &dims)).unwrap())
-                    .collect();
-                let mut r = Ref { dims: dims.clone(), ids };
-                let mut l = layout;
+        if let Ok(layout) = Layout::from_parts(shape(&dims), &strides, offset, DType::F32)
+            && layout.elem_count() <= MAX_ELEMS
+        {
+            let ids = (0..layout.elem_count())
+                .map(|flat| layout.index_to_offset(&unravel(flat, &dims)).unwrap())
+                .collect();
+            let mut r = Ref { dims: dims.clone(), ids };
+            let mut l = layout;
+            check(&l, &r);
+            for op in &ops {
+                (l, r) = apply(l, &r, op);
                 check(&l, &r);
-                for op in &ops {
-                    (l, r) = apply(l, &r, op);
-                    check(&l, &r);
-                }
             }
         }
     }
@@ -523,16 +609,28 @@ fn layout_formatting_snapshots() {
         ("contiguous f32 [2, 3]", c),
         ("transpose(0, 1)", c.transpose(0, 1).unwrap()),
         ("narrow(1, 1, 2)", c.narrow(1, 1, 2).unwrap()),
-        ("broadcast_to [4, 2, 3]", c.broadcast_to(shape(&[4, 2, 3])).unwrap()),
+        (
+            "broadcast_to [4, 2, 3]",
+            c.broadcast_to(shape(&[4, 2, 3])).unwrap(),
+        ),
         ("select(0, 1)", c.select(0, 1).unwrap()),
-        ("scalar f16", Layout::contiguous(Shape::SCALAR, DType::F16).unwrap()),
+        (
+            "scalar f16",
+            Layout::contiguous(Shape::SCALAR, DType::F16).unwrap(),
+        ),
         ("q4_0 [4, 128]", q),
         ("q6_K [3, 512] narrow(1, 256, 256)", {
             let k = Layout::contiguous(shape(&[3, 512]), DType::Q6K).unwrap();
             k.narrow(1, 256, 256).unwrap()
         }),
-        ("q4_0 [4, 128] narrow(1, 32, 64)", q.narrow(1, 32, 64).unwrap()),
-        ("q4_0 [4, 128] reshape [2, 2, 4, 32]", q.reshape(shape(&[2, 2, 4, 32])).unwrap()),
+        (
+            "q4_0 [4, 128] narrow(1, 32, 64)",
+            q.narrow(1, 32, 64).unwrap(),
+        ),
+        (
+            "q4_0 [4, 128] reshape [2, 2, 4, 32]",
+            q.reshape(shape(&[2, 2, 4, 32])).unwrap(),
+        ),
     ];
     for (what, l) in views {
         out.push_str(&format!("{what}\n  display: {l}\n  debug:   {l:?}\n"));

@@ -3,6 +3,9 @@
 
 use tempra_tensor::{DType, ExecContext, Tensor};
 
+/// One step of the chain.
+type Step<'a> = &'a dyn Fn(&Tensor) -> tempra_tensor::Result<Tensor>;
+
 #[test]
 fn sixteen_op_chain_holds_at_most_three_leases() -> anyhow::Result<()> {
     let ctx = ExecContext::reference();
@@ -18,7 +21,7 @@ fn sixteen_op_chain_holds_at_most_three_leases() -> anyhow::Result<()> {
     };
     let mut h = ctx.rms_norm(&x, &g, 1e-5)?; // 1
     track(&h);
-    let steps: [&dyn Fn(&Tensor) -> tempra_tensor::Result<Tensor>; 15] = [
+    let steps: [Step<'_>; 15] = [
         &|t| ctx.linear(t, &w, None),
         &|t| ctx.silu(t),
         &|t| ctx.mul_scalar(t, 0.5),

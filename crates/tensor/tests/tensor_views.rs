@@ -13,7 +13,9 @@ fn storage_addr(t: &Tensor) -> *const u8 {
 #[test]
 fn views_share_storage() -> anyhow::Result<()> {
     let ctx = ExecContext::reference();
-    let a = ctx.arange(0.0, 24.0, 1.0, DType::F32)?.reshape(&[2, 3, 4])?;
+    let a = ctx
+        .arange(0.0, 24.0, 1.0, DType::F32)?
+        .reshape(&[2, 3, 4])?;
     let views = [
         a.narrow(1, 1, 2)?,
         a.reshape(&[6, 4])?,
@@ -30,10 +32,18 @@ fn views_share_storage() -> anyhow::Result<()> {
         assert_eq!(storage_addr(v), storage_addr(&a));
     }
     assert_eq!(a.storage_refs(), 1 + views.len());
-    assert_eq!(views[0].to_vec_f32()?, [4., 5., 6., 7., 8., 9., 10., 11., 16., 17., 18., 19., 20., 21., 22., 23.]);
+    assert_eq!(
+        views[0].to_vec_f32()?,
+        [
+            4., 5., 6., 7., 8., 9., 10., 11., 16., 17., 18., 19., 20., 21., 22., 23.
+        ]
+    );
     assert_eq!(views[2].dims(), [4, 3, 2]);
     assert_eq!(views[2].to_vec_f32()?[..4], [0., 12., 4., 16.]);
-    assert_eq!(views[5].to_vec_f32()?, (12..24).map(|v| v as f32).collect::<Vec<_>>());
+    assert_eq!(
+        views[5].to_vec_f32()?,
+        (12..24).map(|v| v as f32).collect::<Vec<_>>()
+    );
     Ok(())
 }
 
@@ -95,10 +105,28 @@ fn writes_need_unique_storage() -> anyhow::Result<()> {
     assert_eq!(cache.narrow(0, 0, 3)?.to_vec_f32()?, [0.0; 6]);
     let reader = cache.narrow(0, 0, 5)?;
     let err = ctx.write_slice(&mut cache, 0, 5, &rows).unwrap_err();
-    assert!(matches!(err, TensorError::Argument { op: "write_slice", .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            TensorError::Argument {
+                op: "write_slice",
+                ..
+            }
+        ),
+        "{err}"
+    );
     drop(reader);
     let err = ctx.write_slice(&mut cache, 0, 7, &rows).unwrap_err();
-    assert!(matches!(err, TensorError::OutOfBounds { op: "write_slice", .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            TensorError::OutOfBounds {
+                op: "write_slice",
+                ..
+            }
+        ),
+        "{err}"
+    );
     assert!(cache.host_slice_mut::<f32>().is_ok());
     Ok(())
 }
@@ -107,16 +135,34 @@ fn writes_need_unique_storage() -> anyhow::Result<()> {
 fn bad_views_are_errors() -> anyhow::Result<()> {
     let ctx = ExecContext::reference();
     let a = ctx.zeros(&[2, 3], DType::F32)?;
-    assert!(matches!(a.narrow(1, 2, 2), Err(TensorError::OutOfBounds { .. })));
-    assert!(matches!(a.narrow(2, 0, 1), Err(TensorError::DimOutOfRange { .. })));
-    assert!(matches!(a.reshape(&[4, 2]), Err(TensorError::ShapeMismatch { .. })));
-    assert!(matches!(a.t()?.reshape(&[6]), Err(TensorError::View { .. })));
-    assert!(matches!(a.permute(&[0, 0]), Err(TensorError::View { .. } | TensorError::Argument { .. })));
+    assert!(matches!(
+        a.narrow(1, 2, 2),
+        Err(TensorError::OutOfBounds { .. })
+    ));
+    assert!(matches!(
+        a.narrow(2, 0, 1),
+        Err(TensorError::DimOutOfRange { .. })
+    ));
+    assert!(matches!(
+        a.reshape(&[4, 2]),
+        Err(TensorError::ShapeMismatch { .. })
+    ));
+    assert!(matches!(
+        a.t()?.reshape(&[6]),
+        Err(TensorError::View { .. })
+    ));
+    assert!(matches!(
+        a.permute(&[0, 0]),
+        Err(TensorError::View { .. } | TensorError::Argument { .. })
+    ));
     assert!(matches!(a.squeeze(0), Err(TensorError::View { .. })));
     assert!(a.broadcast_to(&[3, 3]).is_err());
     let q = ctx.quantize(&ctx.zeros(&[2, 64], DType::F32)?, DType::Q8_0);
     if let Ok(q) = q {
-        assert!(matches!(q.narrow(1, 16, 32), Err(TensorError::View { .. })), "narrow would split a block");
+        assert!(
+            matches!(q.narrow(1, 16, 32), Err(TensorError::View { .. })),
+            "narrow would split a block"
+        );
         assert!(q.narrow(1, 32, 32).is_ok());
         assert!(q.t().is_err());
     }
@@ -128,15 +174,22 @@ fn mapped_and_static_storage_are_zero_copy() -> anyhow::Result<()> {
     use std::sync::Arc;
     use tempra_tensor::{Layout, MappedBytes, Shape};
     let values: Vec<f32> = (0..8).map(|v| v as f32).collect();
-    let owner: Arc<dyn AsRef<[u8]> + Send + Sync> = Arc::new(bytemuck::cast_slice::<f32, u8>(&values).to_vec());
+    let owner: Arc<dyn AsRef<[u8]> + Send + Sync> =
+        Arc::new(bytemuck::cast_slice::<f32, u8>(&values).to_vec());
     let mapped = MappedBytes::new(owner, 8, 16)?;
     let ptr = mapped.as_bytes().as_ptr();
-    let t = Tensor::from_storage(Storage::Mapped(mapped), Layout::contiguous(Shape::new(&[4])?, DType::F32)?)?;
+    let t = Tensor::from_storage(
+        Storage::Mapped(mapped),
+        Layout::contiguous(Shape::new(&[4])?, DType::F32)?,
+    )?;
     assert_eq!(t.storage().host_bytes()?.as_ptr(), ptr);
     assert_eq!(t.to_vec_f32()?, [2.0, 3.0, 4.0, 5.0]);
     let mut t2 = t.clone();
     drop(t);
-    assert!(t2.host_slice_mut::<f32>().is_err(), "mapped storage is read-only");
+    assert!(
+        t2.host_slice_mut::<f32>().is_err(),
+        "mapped storage is read-only"
+    );
     assert!(MappedBytes::new(Arc::new(vec![0u8; 4]), 2, 4).is_err());
     Ok(())
 }

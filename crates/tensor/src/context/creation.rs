@@ -1,11 +1,10 @@
 //! Creation ops: zeros, full, arange, from_slice, from_bytes, rand, randn.
 
-use crate::context::ExecContext;
+use crate::context::{ExecContext, shape_for};
 use crate::dtype::DType;
 use crate::element::Element;
 use crate::error::{Result, TensorError};
 use crate::random::SplitMix64;
-use crate::shape::Shape;
 use crate::tensor::Tensor;
 
 impl ExecContext {
@@ -17,25 +16,37 @@ impl ExecContext {
     /// A tensor of `dims` filled with `value` (plain dtypes only).
     pub fn full(&self, dims: &[usize], dtype: DType, value: f64) -> Result<Tensor> {
         if dtype.is_quantized() {
-            return Err(TensorError::DType { op: "full", dtype, what: "a plain dtype" });
+            return Err(TensorError::DType {
+                op: "full",
+                dtype,
+                what: "a plain dtype",
+            });
         }
-        let mut out = self.alloc("full", Shape::new(dims)?, dtype)?;
+        let mut out = self.alloc("full", shape_for("full", dims)?, dtype)?;
         self.backend.fill(&mut out, value)?;
         Ok(out)
     }
 
     /// `[start, start+step, ...)` up to `end` (exclusive), as a 1-D tensor.
     pub fn arange(&self, start: f64, end: f64, step: f64, dtype: DType) -> Result<Tensor> {
-        let bad = |reason: String| TensorError::Argument { op: "arange", name: "range", reason };
+        let bad = |reason: String| TensorError::Argument {
+            op: "arange",
+            name: "range",
+            reason,
+        };
         if !(step.is_finite() && step != 0.0 && start.is_finite() && end.is_finite()) {
-            return Err(bad(format!("start {start}, end {end}, step {step} must be finite, step non-zero")));
+            return Err(bad(format!(
+                "start {start}, end {end}, step {step} must be finite, step non-zero"
+            )));
         }
         let count = ((end - start) / step).ceil().max(0.0);
         if count > (isize::MAX as f64) / 8.0 {
             return Err(bad(format!("{count} elements is too many")));
         }
-        let values: Vec<f64> = (0..count as usize).map(|i| start + i as f64 * step).collect();
-        self.from_f64_values("arange", &values, &[values.len()], dtype)
+        let values: Vec<f64> = (0..count as usize)
+            .map(|i| start + i as f64 * step)
+            .collect();
+        self.upload_f64_values("arange", &values, &[values.len()], dtype)
     }
 
     /// A tensor of `dims` holding a copy of `data` (row-major).
@@ -46,16 +57,18 @@ impl ExecContext {
     /// A tensor of `dims` and `dtype` from its raw little-endian bytes (any dtype,
     /// including block formats laid out as GGUF stores them).
     pub fn from_bytes(&self, bytes: &[u8], dims: &[usize], dtype: DType) -> Result<Tensor> {
-        let shape = Shape::new(dims)?;
+        let shape = shape_for("from_bytes", dims)?;
         let mut out = self.alloc("from_bytes", shape, dtype)?;
         let expected = out.layout().bytes_spanned();
         if bytes.len() != expected {
             let per = dtype.block_bytes();
-            return Err(TensorError::DataLength {
+            if !dtype.is_quantized() && bytes.len().is_multiple_of(per) {
+                return Err(TensorError::DataLength { op: "from_bytes", got: bytes.len() / per, expected: expected / per, shape });
+            }
+            return Err(TensorError::Argument {
                 op: "from_bytes",
-                got: bytes.len() / per,
-                expected: expected / per,
-                shape,
+                name: "bytes",
+                reason: format!("got {} bytes, {dtype} shape {shape} needs {expected}", bytes.len()),
             });
         }
         self.backend.upload(bytes, &mut out)?;
@@ -63,23 +76,47 @@ impl ExecContext {
     }
 
     /// Uniform values in `[low, high)`, reproducible from `seed` on every backend.
-    pub fn rand(&self, dims: &[usize], dtype: DType, low: f64, high: f64, seed: u64) -> Result<Tensor> {
-        let shape = Shape::new(dims)?;
+    pub fn rand(
+        &self,
+        dims: &[usize],
+        dtype: DType,
+        low: f64,
+        high: f64,
+        seed: u64,
+    ) -> Result<Tensor> {
+        let shape = shape_for("rand", dims)?;
         let mut rng = SplitMix64::new(seed);
-        let values: Vec<f64> = (0..shape.elem_count()).map(|_| low + (high - low) * rng.next_f64()).collect();
-        self.from_f64_values("rand", &values, dims, dtype)
+        let values: Vec<f64> = (0..shape.elem_count())
+            .map(|_| low + (high - low) * rng.next_f64())
+            .collect();
+        self.upload_f64_values("rand", &values, dims, dtype)
     }
 
     /// Normal values with `mean` and `std`, reproducible from `seed` on every backend.
-    pub fn randn(&self, dims: &[usize], dtype: DType, mean: f64, std: f64, seed: u64) -> Result<Tensor> {
-        let shape = Shape::new(dims)?;
+    pub fn randn(
+        &self,
+        dims: &[usize],
+        dtype: DType,
+        mean: f64,
+        std: f64,
+        seed: u64,
+    ) -> Result<Tensor> {
+        let shape = shape_for("randn", dims)?;
         let mut rng = SplitMix64::new(seed);
-        let values: Vec<f64> = (0..shape.elem_count()).map(|_| mean + std * rng.next_normal()).collect();
-        self.from_f64_values("randn", &values, dims, dtype)
+        let values: Vec<f64> = (0..shape.elem_count())
+            .map(|_| mean + std * rng.next_normal())
+            .collect();
+        self.upload_f64_values("randn", &values, dims, dtype)
     }
 
     /// Uploads f64 values converted to a plain `dtype`.
-    fn from_f64_values(&self, op: &'static str, values: &[f64], dims: &[usize], dtype: DType) -> Result<Tensor> {
+    fn upload_f64_values(
+        &self,
+        op: &'static str,
+        values: &[f64],
+        dims: &[usize],
+        dtype: DType,
+    ) -> Result<Tensor> {
         crate::with_element_type!(dtype, T => {
             let converted: Vec<T> = values.iter().map(|&v| T::from_f64(v)).collect();
             self.from_slice(&converted, dims)

@@ -21,8 +21,12 @@ impl ExecContext {
         expect_dtype(name, a, COMPUTE_FLOATS, "f32 or f64")?;
         expect_same_dtype(name, a, b)?;
         let shape = broadcast_shapes(name, a.shape(), b.shape())?;
-        let a = a.broadcast_to(shape.dims()).map_err(|e| rename_op(e, name))?;
-        let b = b.broadcast_to(shape.dims()).map_err(|e| rename_op(e, name))?;
+        let a = a
+            .broadcast_to(shape.dims())
+            .map_err(|e| rename_op(e, name))?;
+        let b = b
+            .broadcast_to(shape.dims())
+            .map_err(|e| rename_op(e, name))?;
         let mut out = self.alloc(name, shape, a.dtype())?;
         self.backend.binary(op, &a, &b, &mut out)?;
         Ok(out)
@@ -36,9 +40,14 @@ impl ExecContext {
         expect_dtype(name, &a, COMPUTE_FLOATS, "f32 or f64")?;
         expect_same_dtype(name, &a, b)?;
         let shape = broadcast_shapes(name, a.shape(), b.shape())?;
-        let writable = matches!(a.storage(), crate::Storage::Pooled(_) | crate::Storage::Owned(_));
+        let writable = matches!(
+            a.storage(),
+            crate::Storage::Pooled(_) | crate::Storage::Owned(_)
+        );
         if shape == *a.shape() && a.is_contiguous() && a.is_unique() && writable {
-            let b = b.broadcast_to(shape.dims()).map_err(|e| rename_op(e, name))?;
+            let b = b
+                .broadcast_to(shape.dims())
+                .map_err(|e| rename_op(e, name))?;
             self.backend.binary_inplace(op, &mut a, &b)?;
             return Ok(a);
         }
@@ -101,7 +110,11 @@ impl ExecContext {
     /// `x / s`.
     pub fn div_scalar(&self, x: &Tensor, s: f64) -> Result<Tensor> {
         if s == 0.0 {
-            return Err(TensorError::Argument { op: "div_scalar", name: "s", reason: "division by zero".into() });
+            return Err(TensorError::Argument {
+                op: "div_scalar",
+                name: "s",
+                reason: "division by zero".into(),
+            });
         }
         self.binary_scalar(BinaryOp::Div, x, s)
     }

@@ -14,10 +14,16 @@ fn product_dtype(op: &'static str, a: DType, b: DType) -> Result<DType> {
     match (a, b) {
         (DType::F64, DType::F64) => Ok(DType::F64),
         (a, b) if HALF_OR_F32.contains(&a) && HALF_OR_F32.contains(&b) => Ok(DType::F32),
-        (a, b) if HALF_OR_F32.contains(&a) || a == DType::F64 => {
-            Err(TensorError::DType { op, dtype: b, what: "f32/f16/bf16 (or f64 with f64)" })
-        }
-        (a, _) => Err(TensorError::DType { op, dtype: a, what: "f32/f16/bf16 (or f64 with f64)" }),
+        (a, b) if HALF_OR_F32.contains(&a) || a == DType::F64 => Err(TensorError::DType {
+            op,
+            dtype: b,
+            what: "f32/f16/bf16 (or f64 with f64)",
+        }),
+        (a, _) => Err(TensorError::DType {
+            op,
+            dtype: a,
+            what: "f32/f16/bf16 (or f64 with f64)",
+        }),
     }
 }
 
@@ -30,15 +36,31 @@ impl ExecContext {
         let dtype = product_dtype(OP, a.dtype(), b.dtype())?;
         let (ra, rb) = (a.rank(), b.rank());
         if ra < 2 || rb < 2 {
-            return Err(TensorError::Rank { op: OP, rank: ra.min(rb), what: "at least 2 for both inputs" });
+            return Err(TensorError::Rank {
+                op: OP,
+                rank: ra.min(rb),
+                what: "at least 2 for both inputs",
+            });
         }
         let (m, k) = (a.dims()[ra - 2], a.dims()[ra - 1]);
         let (k2, n) = (b.dims()[rb - 2], b.dims()[rb - 1]);
         if k != k2 {
-            return Err(TensorError::ShapeMismatch { op: OP, lhs: *a.shape(), rhs: *b.shape() });
+            return Err(TensorError::ShapeMismatch {
+                op: OP,
+                lhs: *a.shape(),
+                rhs: *b.shape(),
+            });
         }
-        let batch = broadcast_shapes(OP, &Shape::new(&a.dims()[..ra - 2])?, &Shape::new(&b.dims()[..rb - 2])?)
-            .map_err(|_| TensorError::Broadcast { op: OP, lhs: *a.shape(), rhs: *b.shape() })?;
+        let batch = broadcast_shapes(
+            OP,
+            &Shape::new(&a.dims()[..ra - 2])?,
+            &Shape::new(&b.dims()[..rb - 2])?,
+        )
+        .map_err(|_| TensorError::Broadcast {
+            op: OP,
+            lhs: *a.shape(),
+            rhs: *b.shape(),
+        })?;
         let with = |x: usize, y: usize| -> Result<Vec<usize>> {
             let mut dims = batch.dims().to_vec();
             dims.extend([x, y]);
@@ -58,26 +80,62 @@ impl ExecContext {
         const OP: &str = "linear";
         let dtype = match (x.dtype(), w.dtype()) {
             (DType::F64, DType::F64) => DType::F64,
-            (DType::F32, w) if w != DType::F64 && !matches!(w, DType::I32 | DType::U32 | DType::U8) => DType::F32,
-            (DType::F32, w) => return Err(TensorError::DType { op: OP, dtype: w, what: "a float or block weight" }),
-            (x, _) => return Err(TensorError::DType { op: OP, dtype: x, what: "f32 input (f64 with an f64 weight)" }),
+            (DType::F32, w)
+                if w != DType::F64 && !matches!(w, DType::I32 | DType::U32 | DType::U8) =>
+            {
+                DType::F32
+            }
+            (DType::F32, w) => {
+                return Err(TensorError::DType {
+                    op: OP,
+                    dtype: w,
+                    what: "a float or block weight",
+                });
+            }
+            (x, _) => {
+                return Err(TensorError::DType {
+                    op: OP,
+                    dtype: x,
+                    what: "f32 input (f64 with an f64 weight)",
+                });
+            }
         };
         if w.rank() != 2 {
-            return Err(TensorError::Rank { op: OP, rank: w.rank(), what: "2 for the weight [N, K]" });
+            return Err(TensorError::Rank {
+                op: OP,
+                rank: w.rank(),
+                what: "2 for the weight [N, K]",
+            });
         }
         if x.rank() == 0 {
-            return Err(TensorError::Rank { op: OP, rank: 0, what: "at least 1 for the input" });
+            return Err(TensorError::Rank {
+                op: OP,
+                rank: 0,
+                what: "at least 1 for the input",
+            });
         }
         let (n, k) = (w.dims()[0], w.dims()[1]);
         if x.shape().last() != k {
-            return Err(TensorError::ShapeMismatch { op: OP, lhs: *x.shape(), rhs: *w.shape() });
+            return Err(TensorError::ShapeMismatch {
+                op: OP,
+                lhs: *x.shape(),
+                rhs: *w.shape(),
+            });
         }
         if let Some(bias) = bias {
             if bias.dims() != [n] {
-                return Err(TensorError::ShapeMismatch { op: OP, lhs: *bias.shape(), rhs: *w.shape() });
+                return Err(TensorError::ShapeMismatch {
+                    op: OP,
+                    lhs: *bias.shape(),
+                    rhs: *w.shape(),
+                });
             }
             if bias.dtype() != dtype {
-                return Err(TensorError::DTypeMismatch { op: OP, lhs: bias.dtype(), rhs: dtype });
+                return Err(TensorError::DTypeMismatch {
+                    op: OP,
+                    lhs: bias.dtype(),
+                    rhs: dtype,
+                });
             }
         }
         let mut shape = *x.shape();

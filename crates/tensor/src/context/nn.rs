@@ -1,7 +1,7 @@
 //! Network ops: rms_norm, layer_norm, rope, embedding, causal attention.
 
 use crate::attention::AttentionParams;
-use crate::context::{COMPUTE_FLOATS, ExecContext, expect_dtype};
+use crate::context::{COMPUTE_FLOATS, ExecContext, expect_dtype, shape_for};
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
 use crate::rope::RopeConfig;
@@ -15,7 +15,11 @@ const WEIGHT_FLOATS: &[DType] = &[DType::F32, DType::F16, DType::BF16, DType::F6
 fn check_norm_param(op: &'static str, x: &Tensor, p: &Tensor) -> Result<()> {
     expect_dtype(op, p, WEIGHT_FLOATS, "a float weight")?;
     if p.dims() != [x.shape().last()] {
-        return Err(TensorError::ShapeMismatch { op, lhs: *x.shape(), rhs: *p.shape() });
+        return Err(TensorError::ShapeMismatch {
+            op,
+            lhs: *x.shape(),
+            rhs: *p.shape(),
+        });
     }
     Ok(())
 }
@@ -24,7 +28,11 @@ fn check_eps(op: &'static str, eps: f64) -> Result<()> {
     if eps.is_finite() && eps >= 0.0 {
         Ok(())
     } else {
-        Err(TensorError::Argument { op, name: "eps", reason: format!("{eps} must be finite and ≥ 0") })
+        Err(TensorError::Argument {
+            op,
+            name: "eps",
+            reason: format!("{eps} must be finite and ≥ 0"),
+        })
     }
 }
 
@@ -41,7 +49,13 @@ impl ExecContext {
     }
 
     /// Layer norm over the last dim: `(x - mean) / √(var + eps) · w (+ b)`.
-    pub fn layer_norm(&self, x: &Tensor, w: &Tensor, b: Option<&Tensor>, eps: f64) -> Result<Tensor> {
+    pub fn layer_norm(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        b: Option<&Tensor>,
+        eps: f64,
+    ) -> Result<Tensor> {
         const OP: &str = "layer_norm";
         expect_dtype(OP, x, COMPUTE_FLOATS, "f32 or f64")?;
         check_norm_param(OP, x, w)?;
@@ -64,33 +78,71 @@ impl ExecContext {
         config: &RopeConfig,
         freq_factors: Option<&Tensor>,
     ) -> Result<Tensor> {
-        const OP: &str = "rope";
-        expect_dtype(OP, x, COMPUTE_FLOATS, "f32 or f64")?;
-        expect_dtype(OP, positions, &[DType::U32], "u32 positions")?;
+        self.rope_impl("rope", x, positions, config, freq_factors, false)
+    }
+
+    /// The inverse rotation of [`Self::rope`] (angle −θ): rope's gradient.
+    pub fn rope_inverse(
+        &self,
+        x: &Tensor,
+        positions: &Tensor,
+        config: &RopeConfig,
+        freq_factors: Option<&Tensor>,
+    ) -> Result<Tensor> {
+        self.rope_impl("rope_inverse", x, positions, config, freq_factors, true)
+    }
+
+    fn rope_impl(
+        &self,
+        op: &'static str,
+        x: &Tensor,
+        positions: &Tensor,
+        config: &RopeConfig,
+        freq_factors: Option<&Tensor>,
+        inverse: bool,
+    ) -> Result<Tensor> {
+        expect_dtype(op, x, COMPUTE_FLOATS, "f32 or f64")?;
+        expect_dtype(op, positions, &[DType::U32], "u32 positions")?;
         let r = x.rank();
         if r < 3 {
-            return Err(TensorError::Rank { op: OP, rank: r, what: "at least 3: [.., T, H, D]" });
+            return Err(TensorError::Rank {
+                op,
+                rank: r,
+                what: "at least 3: [.., T, H, D]",
+            });
         }
         let (t, d) = (x.dims()[r - 3], x.dims()[r - 1]);
         if positions.dims() != [t] {
-            return Err(TensorError::ShapeMismatch { op: OP, lhs: *x.shape(), rhs: *positions.shape() });
+            return Err(TensorError::ShapeMismatch {
+                op,
+                lhs: *x.shape(),
+                rhs: *positions.shape(),
+            });
         }
         let rd = config.rotary_dims;
-        if rd == 0 || rd % 2 != 0 || rd > d || !(config.theta.is_finite() && config.theta > 0.0) {
+        if rd == 0 || !rd.is_multiple_of(2) || rd > d || !(config.theta.is_finite() && config.theta > 0.0) {
             return Err(TensorError::Argument {
-                op: OP,
+                op,
                 name: "config",
-                reason: format!("rotary_dims {rd} must be even, in 2..={d}; theta {} must be > 0", config.theta),
+                reason: format!(
+                    "rotary_dims {rd} must be even, in 2..={d}; theta {} must be > 0",
+                    config.theta
+                ),
             });
         }
         if let Some(ff) = freq_factors {
-            expect_dtype(OP, ff, &[DType::F32], "f32 freq factors")?;
+            expect_dtype(op, ff, &[DType::F32], "f32 freq factors")?;
             if ff.dims() != [rd / 2] {
-                return Err(TensorError::ShapeMismatch { op: OP, lhs: Shape::new(&[rd / 2])?, rhs: *ff.shape() });
+                return Err(TensorError::ShapeMismatch {
+                    op,
+                    lhs: Shape::new(&[rd / 2])?,
+                    rhs: *ff.shape(),
+                });
             }
         }
-        let mut out = self.alloc(OP, *x.shape(), x.dtype())?;
-        self.backend.rope(x, positions, config, freq_factors, &mut out)?;
+        let mut out = self.alloc(op, *x.shape(), x.dtype())?;
+        self.backend
+            .rope(x, positions, config, freq_factors, inverse, &mut out)?;
         Ok(out)
     }
 
@@ -100,41 +152,82 @@ impl ExecContext {
         const OP: &str = "embedding";
         expect_dtype(OP, ids, &[DType::U32], "u32 ids")?;
         if table.rank() != 2 {
-            return Err(TensorError::Rank { op: OP, rank: table.rank(), what: "2 for the table [V, D]" });
+            return Err(TensorError::Rank {
+                op: OP,
+                rank: table.rank(),
+                what: "2 for the table [V, D]",
+            });
         }
         let dtype = match table.dtype() {
             DType::F64 => DType::F64,
             DType::I32 | DType::U32 | DType::U8 => {
-                return Err(TensorError::DType { op: OP, dtype: table.dtype(), what: "a float or block table" });
+                return Err(TensorError::DType {
+                    op: OP,
+                    dtype: table.dtype(),
+                    what: "a float or block table",
+                });
             }
             _ => DType::F32,
         };
         let mut dims = ids.dims().to_vec();
         dims.push(table.dims()[1]);
-        let mut out = self.alloc(OP, Shape::new(&dims)?, dtype)?;
+        let mut out = self.alloc(OP, shape_for(OP, &dims)?, dtype)?;
         self.backend.embedding(table, ids, &mut out)?;
         Ok(out)
     }
 
     /// Causal attention with grouped KV heads, an optional sliding window and logit
     /// soft-cap: `q [.., Tq, Hq, D]`, `k [.., Tk, Hkv, D]`, `v [.., Tk, Hkv, Dv]` →
-    /// `[.., Tq, Hq, Dv]`. This is the reference form; backends may fuse it.
-    pub fn attention(&self, q: &Tensor, k: &Tensor, v: &Tensor, params: &AttentionParams) -> Result<Tensor> {
+    /// `[.., Tq, Hq, Dv]`. A query that sees no key (its window lies past the last key)
+    /// gets zeros. This is the reference form; backends may fuse it.
+    pub fn attention(
+        &self,
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        params: &AttentionParams,
+    ) -> Result<Tensor> {
+        let shape = self.attention_shape(q, k, v, params)?;
+        let mut out = self.alloc("attention", shape, q.dtype())?;
+        self.backend.attention(q, k, v, params, &mut out)?;
+        Ok(out)
+    }
+
+    /// Checks attention's inputs and returns its output dims.
+    pub(crate) fn attention_shape(
+        &self,
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        params: &AttentionParams,
+    ) -> Result<Shape> {
         const OP: &str = "attention";
         expect_dtype(OP, q, COMPUTE_FLOATS, "f32 or f64 queries")?;
-        let kv_types: &[DType] = if q.dtype() == DType::F64 { &[DType::F64] } else { &[DType::F32, DType::F16] };
+        let kv_types: &[DType] = if q.dtype() == DType::F64 {
+            &[DType::F64]
+        } else {
+            &[DType::F32, DType::F16]
+        };
         expect_dtype(OP, k, kv_types, "f32/f16 keys (f64 with f64 queries)")?;
         expect_dtype(OP, v, kv_types, "f32/f16 values (f64 with f64 queries)")?;
         let r = q.rank();
         if r < 3 || k.rank() != r || v.rank() != r {
-            return Err(TensorError::Rank { op: OP, rank: r, what: "q, k, v of one rank ≥ 3: [.., T, H, D]" });
+            return Err(TensorError::Rank {
+                op: OP,
+                rank: r,
+                what: "q, k, v of one rank ≥ 3: [.., T, H, D]",
+            });
         }
         let (qd, kd, vd) = (q.dims(), k.dims(), v.dims());
         let lead_ok = qd[..r - 3] == kd[..r - 3] && kd[..r - 3] == vd[..r - 3];
         let (hq, hkv, d) = (qd[r - 2], kd[r - 2], qd[r - 1]);
         let kv_ok = kd[r - 1] == d && vd[r - 3] == kd[r - 3] && vd[r - 2] == hkv;
         if !lead_ok || !kv_ok || hkv == 0 || hq % hkv != 0 {
-            return Err(TensorError::ShapeMismatch { op: OP, lhs: *q.shape(), rhs: *k.shape() });
+            return Err(TensorError::ShapeMismatch {
+                op: OP,
+                lhs: *q.shape(),
+                rhs: *k.shape(),
+            });
         }
         if kd[r - 3] == 0 || params.window == Some(0) || !params.scale.is_finite() {
             return Err(TensorError::Argument {
@@ -144,12 +237,14 @@ impl ExecContext {
             });
         }
         if params.softcap.is_some_and(|c| !(c.is_finite() && c > 0.0)) {
-            return Err(TensorError::Argument { op: OP, name: "softcap", reason: "must be finite and > 0".into() });
+            return Err(TensorError::Argument {
+                op: OP,
+                name: "softcap",
+                reason: "must be finite and > 0".into(),
+            });
         }
-        let mut dims = qd.to_vec();
-        dims[r - 1] = vd[r - 1];
-        let mut out = self.alloc(OP, Shape::new(&dims)?, q.dtype())?;
-        self.backend.attention(q, k, v, params, &mut out)?;
-        Ok(out)
+        let mut shape = *q.shape();
+        shape.dims_mut()[r - 1] = vd[r - 1];
+        Ok(shape)
     }
 }

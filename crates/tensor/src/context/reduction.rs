@@ -8,13 +8,19 @@ use crate::shape::Shape;
 use crate::tensor::Tensor;
 
 /// `x`'s shape with `dim` set to 1, after checking `dim` (and that it is not empty).
+/// Sum and mean accept an empty dim (giving 0 and NaN, as numpy does); max, min and argmax
+/// do not.
 fn reduced_shape(op: &'static str, x: &Tensor, dim: usize) -> Result<Shape> {
     let rank = x.rank();
     if dim >= rank {
         return Err(TensorError::DimOutOfRange { op, dim, rank });
     }
-    if x.dims()[dim] == 0 {
-        return Err(TensorError::View { op, shape: *x.shape(), reason: "cannot reduce an empty dim" });
+    if x.dims()[dim] == 0 && !matches!(op, "sum" | "mean") {
+        return Err(TensorError::View {
+            op,
+            shape: *x.shape(),
+            reason: "cannot reduce an empty dim",
+        });
     }
     let mut shape = *x.shape();
     shape.dims_mut()[dim] = 1;
@@ -84,7 +90,11 @@ impl ExecContext {
     fn softmax_impl(&self, op: &'static str, x: &Tensor, log: bool) -> Result<Tensor> {
         expect_dtype(op, x, COMPUTE_FLOATS, "f32 or f64")?;
         if x.rank() == 0 || x.shape().last() == 0 {
-            return Err(TensorError::View { op, shape: *x.shape(), reason: "needs a non-empty last dim" });
+            return Err(TensorError::View {
+                op,
+                shape: *x.shape(),
+                reason: "needs a non-empty last dim",
+            });
         }
         let mut out = self.alloc(op, *x.shape(), x.dtype())?;
         self.backend.softmax(x, log, &mut out)?;

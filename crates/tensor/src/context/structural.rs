@@ -21,10 +21,18 @@ impl ExecContext {
     /// casts to a float by dequantizing; use [`Self::quantize`] to make a block dtype).
     pub fn cast(&self, x: &Tensor, dtype: DType) -> Result<Tensor> {
         if dtype.is_quantized() {
-            return Err(TensorError::DType { op: "cast", dtype, what: "a plain dtype (use quantize)" });
+            return Err(TensorError::DType {
+                op: "cast",
+                dtype,
+                what: "a plain dtype (use quantize)",
+            });
         }
         if x.dtype().is_quantized() && !dtype.is_float() {
-            return Err(TensorError::DType { op: "cast", dtype, what: "a float to dequantize into" });
+            return Err(TensorError::DType {
+                op: "cast",
+                dtype,
+                what: "a float to dequantize into",
+            });
         }
         let mut out = self.alloc("cast", *x.shape(), dtype)?;
         self.backend.copy(x, &mut out)?;
@@ -35,10 +43,18 @@ impl ExecContext {
     pub fn quantize(&self, x: &Tensor, dtype: DType) -> Result<Tensor> {
         const OP: &str = "quantize";
         if x.dtype() != DType::F32 {
-            return Err(TensorError::DType { op: OP, dtype: x.dtype(), what: "f32 input" });
+            return Err(TensorError::DType {
+                op: OP,
+                dtype: x.dtype(),
+                what: "f32 input",
+            });
         }
         if !dtype.is_quantized() {
-            return Err(TensorError::DType { op: OP, dtype, what: "a block format" });
+            return Err(TensorError::DType {
+                op: OP,
+                dtype,
+                what: "a block format",
+            });
         }
         let mut out = self.alloc(OP, *x.shape(), dtype)?;
         let x = self.contiguous(x)?;
@@ -49,9 +65,11 @@ impl ExecContext {
     /// Joins `parts` along `dim`; all must share dtype, rank and every other dim.
     pub fn concat(&self, parts: &[&Tensor], dim: usize) -> Result<Tensor> {
         const OP: &str = "concat";
-        let first = parts
-            .first()
-            .ok_or(TensorError::Argument { op: OP, name: "parts", reason: "needs at least one tensor".into() })?;
+        let first = parts.first().ok_or(TensorError::Argument {
+            op: OP,
+            name: "parts",
+            reason: "needs at least one tensor".into(),
+        })?;
         let rank = first.rank();
         if dim >= rank {
             return Err(TensorError::DimOutOfRange { op: OP, dim, rank });
@@ -59,14 +77,27 @@ impl ExecContext {
         let mut total = 0usize;
         for part in parts {
             if part.dtype() != first.dtype() {
-                return Err(TensorError::DTypeMismatch { op: OP, lhs: first.dtype(), rhs: part.dtype() });
+                return Err(TensorError::DTypeMismatch {
+                    op: OP,
+                    lhs: first.dtype(),
+                    rhs: part.dtype(),
+                });
             }
             let same_others = part.rank() == rank
                 && (0..rank).all(|d| d == dim || part.dims()[d] == first.dims()[d]);
             if !same_others {
-                return Err(TensorError::ShapeMismatch { op: OP, lhs: *first.shape(), rhs: *part.shape() });
+                return Err(TensorError::ShapeMismatch {
+                    op: OP,
+                    lhs: *first.shape(),
+                    rhs: *part.shape(),
+                });
             }
-            total = total.checked_add(part.dims()[dim]).ok_or(TensorError::Overflow { op: OP, shape: *part.shape() })?;
+            total = total
+                .checked_add(part.dims()[dim])
+                .ok_or(TensorError::Overflow {
+                    op: OP,
+                    shape: *part.shape(),
+                })?;
         }
         let mut shape = *first.shape();
         shape.dims_mut()[dim] = total;
@@ -74,7 +105,8 @@ impl ExecContext {
         let mut start = 0;
         for part in parts {
             let len = part.dims()[dim];
-            self.copy_into_region(part, &mut out, dim, start).map_err(|e| rename_op(e, OP))?;
+            self.copy_into_region(part, &mut out, dim, start)
+                .map_err(|e| rename_op(e, OP))?;
             start += len;
         }
         Ok(out)
@@ -83,14 +115,28 @@ impl ExecContext {
     /// Writes `src` into `dst` at `start..start + src.dims()[dim]` along `dim` (e.g. new
     /// K/V rows into a session's cache). `dst` must be its storage's only holder and
     /// writable; `src` must match `dst`'s other dims (its dtype is converted).
-    pub fn write_slice(&self, dst: &mut Tensor, dim: usize, start: usize, src: &Tensor) -> Result<()> {
+    pub fn write_slice(
+        &self,
+        dst: &mut Tensor,
+        dim: usize,
+        start: usize,
+        src: &Tensor,
+    ) -> Result<()> {
         const OP: &str = "write_slice";
         if src.rank() != dst.rank() || dim >= dst.rank() {
-            return Err(TensorError::ShapeMismatch { op: OP, lhs: *dst.shape(), rhs: *src.shape() });
+            return Err(TensorError::ShapeMismatch {
+                op: OP,
+                lhs: *dst.shape(),
+                rhs: *src.shape(),
+            });
         }
         let others_match = (0..dst.rank()).all(|d| d == dim || src.dims()[d] == dst.dims()[d]);
         if !others_match {
-            return Err(TensorError::ShapeMismatch { op: OP, lhs: *dst.shape(), rhs: *src.shape() });
+            return Err(TensorError::ShapeMismatch {
+                op: OP,
+                lhs: *dst.shape(),
+                rhs: *src.shape(),
+            });
         }
         if !dst.is_unique() {
             return Err(TensorError::Argument {
@@ -99,15 +145,26 @@ impl ExecContext {
                 reason: "its storage is shared by other tensors; writes need unique storage".into(),
             });
         }
-        self.copy_into_region(src, dst, dim, start).map_err(|e| rename_op(e, OP))
+        self.copy_into_region(src, dst, dim, start)
+            .map_err(|e| rename_op(e, OP))
     }
 
     /// Copies `src` into the region `start..` along `dim` of uniquely held `dst`.
-    fn copy_into_region(&self, src: &Tensor, dst: &mut Tensor, dim: usize, start: usize) -> Result<()> {
+    fn copy_into_region(
+        &self,
+        src: &Tensor,
+        dst: &mut Tensor,
+        dim: usize,
+        start: usize,
+    ) -> Result<()> {
         let len = src.dims()[dim];
         let region = dst.layout().narrow(dim, start, len)?;
         if *region.shape() != *src.shape() {
-            return Err(TensorError::ShapeMismatch { op: "copy", lhs: Shape::new(region.dims())?, rhs: *src.shape() });
+            return Err(TensorError::ShapeMismatch {
+                op: "copy",
+                lhs: Shape::new(region.dims())?,
+                rhs: *src.shape(),
+            });
         }
         let full = dst.replace_layout(region);
         let result = self.backend.copy(src, dst);

@@ -35,7 +35,11 @@ pub fn broadcast_shapes(op: &'static str, a: &Shape, b: &Shape) -> Result<Shape>
         } else if da == 1 {
             db
         } else {
-            return Err(TensorError::Broadcast { op, lhs: *a, rhs: *b });
+            return Err(TensorError::Broadcast {
+                op,
+                lhs: *a,
+                rhs: *b,
+            });
         };
     }
     Shape::new(&dims[..rank])
@@ -59,7 +63,11 @@ impl Layout {
         const OP: &str = "broadcast_to";
         let rank = shape.rank();
         let old_rank = self.rank();
-        let err = TensorError::Broadcast { op: OP, lhs: self.shape, rhs: shape };
+        let err = TensorError::Broadcast {
+            op: OP,
+            lhs: self.shape,
+            rhs: shape,
+        };
         if rank < old_rank {
             return Err(err);
         }
@@ -83,7 +91,11 @@ impl Layout {
         if self.dtype.is_quantized() && strides[rank - 1] != 1 {
             return Err(self.view_err(OP, BROADCASTS_BLOCK_DIM));
         }
-        Ok(Layout { shape, strides, ..*self })
+        Ok(Layout {
+            shape,
+            strides,
+            ..*self
+        })
     }
 }
 
@@ -104,7 +116,11 @@ mod tests {
         assert_eq!(b(&[], &[]).unwrap(), Shape::SCALAR);
         assert_eq!(
             b(&[2, 3], &[4]).unwrap_err(),
-            TensorError::Broadcast { op: "t", lhs: sh(&[2, 3]), rhs: sh(&[4]) }
+            TensorError::Broadcast {
+                op: "t",
+                lhs: sh(&[2, 3]),
+                rhs: sh(&[4])
+            }
         );
         assert!(b(&[2, 1], &[3, 0]).is_err());
     }
@@ -117,8 +133,16 @@ mod tests {
         assert_eq!(l.units_spanned(), 3);
         assert!(!l.is_contiguous());
         // Same shape: unchanged. New leading size-1 dims keep it contiguous.
-        assert_eq!(f32l(&[2, 3]).broadcast_to(sh(&[2, 3])).unwrap(), f32l(&[2, 3]));
-        assert!(f32l(&[2, 3]).broadcast_to(sh(&[1, 2, 3])).unwrap().is_contiguous());
+        assert_eq!(
+            f32l(&[2, 3]).broadcast_to(sh(&[2, 3])).unwrap(),
+            f32l(&[2, 3])
+        );
+        assert!(
+            f32l(&[2, 3])
+                .broadcast_to(sh(&[1, 2, 3]))
+                .unwrap()
+                .is_contiguous()
+        );
         let s = Layout::contiguous(Shape::SCALAR, DType::F32).unwrap();
         assert_eq!(s.broadcast_to(sh(&[2, 2])).unwrap().strides(), &[0, 0]);
     }
@@ -128,12 +152,22 @@ mod tests {
         let l = f32l(&[2, 3]);
         assert_eq!(
             l.broadcast_to(sh(&[3])).unwrap_err(),
-            TensorError::Broadcast { op: "broadcast_to", lhs: sh(&[2, 3]), rhs: sh(&[3]) }
+            TensorError::Broadcast {
+                op: "broadcast_to",
+                lhs: sh(&[2, 3]),
+                rhs: sh(&[3])
+            }
         );
-        assert!(matches!(l.broadcast_to(sh(&[2, 4])), Err(TensorError::Broadcast { .. })));
+        assert!(matches!(
+            l.broadcast_to(sh(&[2, 4])),
+            Err(TensorError::Broadcast { .. })
+        ));
         assert!(matches!(
             f32l(&[1, 1]).broadcast_to(sh(&[usize::MAX, 2])),
-            Err(TensorError::Overflow { op: "broadcast_to", .. })
+            Err(TensorError::Overflow {
+                op: "broadcast_to",
+                ..
+            })
         ));
     }
 
@@ -143,12 +177,23 @@ mod tests {
         let b = q.broadcast_to(sh(&[3, 4, 64])).unwrap();
         assert_eq!(b.strides(), &[0, 0, 1]);
         assert_eq!(b.index_to_offset(&[2, 3, 33]).unwrap(), 1);
-        assert!(matches!(q.broadcast_to(sh(&[1, 128])), Err(TensorError::Broadcast { .. })));
+        assert!(matches!(
+            q.broadcast_to(sh(&[1, 128])),
+            Err(TensorError::Broadcast { .. })
+        ));
         // A (hand-built, invalid-for-blocks) size-1 last dim is still refused.
-        let odd = Layout { shape: sh(&[2, 1]), strides: [1, 1, 0, 0, 0, 0], offset: 0, dtype: DType::Q8_0 };
+        let odd = Layout {
+            shape: sh(&[2, 1]),
+            strides: [1, 1, 0, 0, 0, 0],
+            offset: 0,
+            dtype: DType::Q8_0,
+        };
         assert!(matches!(
             odd.broadcast_to(sh(&[2, 32])),
-            Err(TensorError::View { reason: BROADCASTS_BLOCK_DIM, .. })
+            Err(TensorError::View {
+                reason: BROADCASTS_BLOCK_DIM,
+                ..
+            })
         ));
     }
 }

@@ -26,7 +26,11 @@ impl Layout {
     pub fn reshape(&self, shape: Shape) -> Result<Layout> {
         const OP: &str = "reshape";
         if shape.checked_elem_count() != Some(self.elem_count()) {
-            return Err(TensorError::ShapeMismatch { op: OP, lhs: self.shape, rhs: shape });
+            return Err(TensorError::ShapeMismatch {
+                op: OP,
+                lhs: self.shape,
+                rhs: shape,
+            });
         }
         check_block_shape(OP, &shape, self.dtype)?;
         let new_units = unit_dims(&shape, self.dtype);
@@ -38,13 +42,22 @@ impl Layout {
             let mut strides = view_strides(&old_units[..self.rank()], self.strides(), new_units)
                 .ok_or(self.view_err(OP, NEEDS_CONTIGUOUS))?;
             if self.dtype.is_quantized() {
-                // Always 1 already (the innermost new dim inherits the old last stride);
-                // stated so the block invariant does not rest on that argument alone.
-                strides[shape.rank() - 1] = 1;
+                // The blocks of the new last dim must be adjacent, as in every block
+                // layout. They can fail to be when merged dims were broadcast: [3, 32]
+                // broadcast from [1, 32] merges to [96] only with block stride 0.
+                let last = shape.rank() - 1;
+                if new_units[last] > 1 && strides[last] != 1 {
+                    return Err(self.view_err(OP, NEEDS_CONTIGUOUS));
+                }
+                strides[last] = 1;
             }
             strides
         };
-        Ok(Layout { shape, strides, ..*self })
+        Ok(Layout {
+            shape,
+            strides,
+            ..*self
+        })
     }
 }
 
@@ -61,7 +74,8 @@ fn view_strides(old: &[usize], old_strides: &[usize], new: &[usize]) -> Option<[
     for td in (0..old.len()).rev() {
         tensor_numel = tensor_numel.checked_mul(old[td])?;
         let chunk_ends = td == 0
-            || (old[td - 1] != 1 && Some(old_strides[td - 1]) != tensor_numel.checked_mul(chunk_base));
+            || (old[td - 1] != 1
+                && Some(old_strides[td - 1]) != tensor_numel.checked_mul(chunk_base));
         if chunk_ends {
             while view_d > 0 && (view_numel < tensor_numel || new[view_d - 1] == 1) {
                 out[view_d - 1] = view_numel.saturating_mul(chunk_base);
@@ -91,7 +105,11 @@ mod tests {
     fn reshape_contiguous() {
         let l = f32l(&[2, 3, 4]).reshape(sh(&[6, 4])).unwrap();
         assert_eq!(l.strides(), &[4, 1]);
-        let n = f32l(&[4, 6]).narrow(0, 1, 2).unwrap().reshape(sh(&[3, 4])).unwrap();
+        let n = f32l(&[4, 6])
+            .narrow(0, 1, 2)
+            .unwrap()
+            .reshape(sh(&[3, 4]))
+            .unwrap();
         assert_eq!(n.offset(), 6);
         assert_eq!(n.strides(), &[4, 1]);
         let s = f32l(&[1]).reshape(Shape::SCALAR).unwrap();
@@ -113,14 +131,21 @@ mod tests {
         assert_eq!(v.strides(), &[12, 6, 1]);
         assert!(matches!(
             n.reshape(sh(&[16])),
-            Err(TensorError::View { op: "reshape", reason: NEEDS_CONTIGUOUS, .. })
+            Err(TensorError::View {
+                op: "reshape",
+                reason: NEEDS_CONTIGUOUS,
+                ..
+            })
         ));
         // A transposed tensor can still split its (now outer) dims.
         let t = f32l(&[6, 4]).transpose(0, 1).unwrap(); // [4, 6] strides [1, 4]
         let v = t.reshape(sh(&[2, 2, 3, 2])).unwrap();
         assert_eq!(v.strides(), &[2, 1, 8, 4]);
         let e = t.reshape(sh(&[24])).unwrap_err();
-        assert!(e.to_string().contains("make the tensor contiguous first"), "{e}");
+        assert!(
+            e.to_string().contains("make the tensor contiguous first"),
+            "{e}"
+        );
         // Size-1 dims can be added and dropped anywhere.
         let v = t.reshape(sh(&[1, 4, 1, 6, 1])).unwrap();
         assert_eq!(v.reshape(sh(&[4, 6])).unwrap().strides(), &[1, 4]);
@@ -136,7 +161,11 @@ mod tests {
         let l = f32l(&[2, 3]);
         assert_eq!(
             l.reshape(sh(&[7])).unwrap_err(),
-            TensorError::ShapeMismatch { op: "reshape", lhs: sh(&[2, 3]), rhs: sh(&[7]) }
+            TensorError::ShapeMismatch {
+                op: "reshape",
+                lhs: sh(&[2, 3]),
+                rhs: sh(&[7])
+            }
         );
         assert!(matches!(
             l.reshape(sh(&[usize::MAX, 3])),
@@ -167,6 +196,26 @@ mod tests {
         let v = n.reshape(sh(&[4, 2, 32])).unwrap();
         assert_eq!(v.strides(), &[4, 1, 1]);
         assert_eq!(v.index_to_offset(&[3, 1, 5]).unwrap(), 13);
-        assert!(matches!(n.reshape(sh(&[256])), Err(TensorError::View { reason: NEEDS_CONTIGUOUS, .. })));
+        assert!(matches!(
+            n.reshape(sh(&[256])),
+            Err(TensorError::View {
+                reason: NEEDS_CONTIGUOUS,
+                ..
+            })
+        ));
+        // Merging broadcast rows into the block dim would need block stride 0.
+        let b = Layout::contiguous(sh(&[1, 32]), DType::Q4_0)
+            .unwrap()
+            .broadcast_to(sh(&[3, 2, 32]))
+            .unwrap();
+        assert!(matches!(
+            b.reshape(sh(&[192])),
+            Err(TensorError::View {
+                reason: NEEDS_CONTIGUOUS,
+                ..
+            })
+        ));
+        assert_eq!(b.reshape(sh(&[6, 32])).unwrap().strides(), &[0, 1]);
+        assert_eq!(b.reshape(sh(&[6, 1, 32])).unwrap().strides(), &[0, 1, 1]);
     }
 }

@@ -25,7 +25,12 @@ impl Coalesced {
     fn new(layout: &Layout) -> Coalesced {
         let units = layout.unit_dims();
         let count = layout.unit_count();
-        let mut c = Coalesced { dims: [0; MAX_RANK], strides: [0; MAX_RANK], rank: 0, count };
+        let mut c = Coalesced {
+            dims: [0; MAX_RANK],
+            strides: [0; MAX_RANK],
+            rank: 0,
+            count,
+        };
         if count == 0 {
             return c;
         }
@@ -93,7 +98,14 @@ impl StridedIndex {
         offset: usize,
         count: usize,
     ) -> StridedIndex {
-        StridedIndex { dims, strides, rank, index: [0; MAX_RANK], next: offset, remaining: count }
+        StridedIndex {
+            dims,
+            strides,
+            rank,
+            index: [0; MAX_RANK],
+            next: offset,
+            remaining: count,
+        }
     }
 }
 
@@ -164,7 +176,10 @@ impl Runs {
         };
         // An empty layout has count 0 (and rank 0), so no run is yielded.
         let count = if c.count == 0 { 0 } else { c.count / run_len };
-        Runs { starts: StridedIndex::over(c.dims, c.strides, outer, layout.offset, count), run_len }
+        Runs {
+            starts: StridedIndex::over(c.dims, c.strides, outer, layout.offset, count),
+            run_len,
+        }
     }
 
     /// The length in units of every run (1 when the innermost dim is not unit-strided).

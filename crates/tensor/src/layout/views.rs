@@ -47,7 +47,7 @@ impl Layout {
         let mut unit_start = start;
         if self.is_block_dim(dim) {
             let bl = self.dtype.block_len();
-            if start % bl != 0 || len % bl != 0 {
+            if !start.is_multiple_of(bl) || !len.is_multiple_of(bl) {
                 return Err(self.view_err(OP, SPLITS_BLOCK));
             }
             unit_start = start / bl;
@@ -105,7 +105,11 @@ impl Layout {
         if self.dtype.is_quantized() && perm[rank - 1] != rank - 1 {
             return Err(self.view_err(OP, MOVES_BLOCK_DIM));
         }
-        Ok(Layout { shape: shape_from(&dims, rank), strides, ..*self })
+        Ok(Layout {
+            shape: shape_from(&dims, rank),
+            strides,
+            ..*self
+        })
     }
 
     /// The view without `dim`, which must have size 1.
@@ -133,7 +137,11 @@ impl Layout {
         const OP: &str = "unsqueeze";
         let rank = self.rank();
         if dim > rank {
-            return Err(TensorError::DimOutOfRange { op: OP, dim, rank: rank + 1 });
+            return Err(TensorError::DimOutOfRange {
+                op: OP,
+                dim,
+                rank: rank + 1,
+            });
         }
         if rank == MAX_RANK {
             return Err(TensorError::Rank {
@@ -159,7 +167,11 @@ impl Layout {
         strides[dim] = stride;
         dims[dim + 1..=rank].copy_from_slice(&self.dims()[dim..]);
         strides[dim + 1..=rank].copy_from_slice(&self.strides[dim..rank]);
-        Ok(Layout { shape: shape_from(&dims, rank + 1), strides, ..*self })
+        Ok(Layout {
+            shape: shape_from(&dims, rank + 1),
+            strides,
+            ..*self
+        })
     }
 
     /// The view of index `index` of `dim`, with `dim` dropped (`narrow(dim, index, 1)`
@@ -191,7 +203,8 @@ impl Layout {
     /// inside the span invariant; only an empty result (whose offset addresses nothing)
     /// can exceed `usize`, and it saturates there.
     fn shifted_offset(&self, units: usize, dim: usize) -> usize {
-        self.offset.saturating_add(units.saturating_mul(self.strides[dim]))
+        self.offset
+            .saturating_add(units.saturating_mul(self.strides[dim]))
     }
 
     /// This layout with `dim` (< rank) removed.
@@ -203,7 +216,11 @@ impl Layout {
         strides[..dim].copy_from_slice(&self.strides[..dim]);
         dims[dim..rank - 1].copy_from_slice(&self.dims()[dim + 1..]);
         strides[dim..rank - 1].copy_from_slice(&self.strides[dim + 1..rank]);
-        Layout { shape: shape_from(&dims, rank - 1), strides, ..*self }
+        Layout {
+            shape: shape_from(&dims, rank - 1),
+            strides,
+            ..*self
+        }
     }
 }
 
@@ -239,15 +256,31 @@ mod tests {
         let l = f32l(&[4, 5]);
         assert_eq!(
             l.narrow(2, 0, 1).unwrap_err(),
-            TensorError::DimOutOfRange { op: "narrow", dim: 2, rank: 2 }
+            TensorError::DimOutOfRange {
+                op: "narrow",
+                dim: 2,
+                rank: 2
+            }
         );
         assert_eq!(
             l.narrow(1, 3, 3).unwrap_err(),
-            TensorError::OutOfBounds { op: "narrow", dim: 1, start: 3, end: 6, size: 5 }
+            TensorError::OutOfBounds {
+                op: "narrow",
+                dim: 1,
+                start: 3,
+                end: 6,
+                size: 5
+            }
         );
         assert_eq!(
             l.narrow(1, usize::MAX, 2).unwrap_err(),
-            TensorError::OutOfBounds { op: "narrow", dim: 1, start: usize::MAX, end: usize::MAX, size: 5 }
+            TensorError::OutOfBounds {
+                op: "narrow",
+                dim: 1,
+                start: usize::MAX,
+                end: usize::MAX,
+                size: 5
+            }
         );
     }
 
@@ -264,7 +297,14 @@ mod tests {
         for (start, len) in [(16, 32), (0, 48), (32, 1)] {
             let e = l.narrow(1, start, len).unwrap_err();
             assert!(
-                matches!(e, TensorError::View { op: "narrow", reason: SPLITS_BLOCK, .. }),
+                matches!(
+                    e,
+                    TensorError::View {
+                        op: "narrow",
+                        reason: SPLITS_BLOCK,
+                        ..
+                    }
+                ),
                 "{e}"
             );
             assert!(e.to_string().contains("split a quantization block"));
@@ -280,14 +320,22 @@ mod tests {
         assert_eq!(f32l(&[2, 3]).transpose(1, 1).unwrap(), f32l(&[2, 3]));
         assert_eq!(
             f32l(&[2, 3]).transpose(0, 2).unwrap_err(),
-            TensorError::DimOutOfRange { op: "transpose", dim: 2, rank: 2 }
+            TensorError::DimOutOfRange {
+                op: "transpose",
+                dim: 2,
+                rank: 2
+            }
         );
         let q = q40(&[2, 3, 64]);
         assert_eq!(q.transpose(0, 1).unwrap().strides(), &[2, 6, 1]);
         assert!(q.transpose(2, 2).is_ok());
         assert!(matches!(
             q.transpose(1, 2),
-            Err(TensorError::View { op: "transpose", reason: MOVES_BLOCK_DIM, .. })
+            Err(TensorError::View {
+                op: "transpose",
+                reason: MOVES_BLOCK_DIM,
+                ..
+            })
         ));
     }
 
@@ -297,20 +345,37 @@ mod tests {
         assert_eq!(p.dims(), &[4, 2, 3]);
         assert_eq!(p.strides(), &[1, 12, 4]);
         let l = f32l(&[2, 3, 4]);
-        assert!(matches!(l.permute(&[0, 1]), Err(TensorError::Rank { op: "permute", rank: 2, .. })));
+        assert!(matches!(
+            l.permute(&[0, 1]),
+            Err(TensorError::Rank {
+                op: "permute",
+                rank: 2,
+                ..
+            })
+        ));
         assert_eq!(
             l.permute(&[0, 3, 1]).unwrap_err(),
-            TensorError::DimOutOfRange { op: "permute", dim: 3, rank: 3 }
+            TensorError::DimOutOfRange {
+                op: "permute",
+                dim: 3,
+                rank: 3
+            }
         );
         assert!(matches!(
             l.permute(&[0, 1, 1]),
-            Err(TensorError::View { reason: NOT_A_PERMUTATION, .. })
+            Err(TensorError::View {
+                reason: NOT_A_PERMUTATION,
+                ..
+            })
         ));
         let q = q40(&[2, 3, 32]);
         assert_eq!(q.permute(&[1, 0, 2]).unwrap().dims(), &[3, 2, 32]);
         assert!(matches!(
             q.permute(&[2, 0, 1]),
-            Err(TensorError::View { reason: MOVES_BLOCK_DIM, .. })
+            Err(TensorError::View {
+                reason: MOVES_BLOCK_DIM,
+                ..
+            })
         ));
     }
 
@@ -325,18 +390,37 @@ mod tests {
         assert_eq!(s.unsqueeze(2).unwrap().strides(), &[3, 1, 1]);
         assert_eq!(
             s.unsqueeze(3).unwrap_err(),
-            TensorError::DimOutOfRange { op: "unsqueeze", dim: 3, rank: 3 }
+            TensorError::DimOutOfRange {
+                op: "unsqueeze",
+                dim: 3,
+                rank: 3
+            }
         );
         assert_eq!(
             l.squeeze(3).unwrap_err(),
-            TensorError::DimOutOfRange { op: "squeeze", dim: 3, rank: 3 }
+            TensorError::DimOutOfRange {
+                op: "squeeze",
+                dim: 3,
+                rank: 3
+            }
         );
         assert!(matches!(
             l.squeeze(0),
-            Err(TensorError::View { op: "squeeze", reason: NOT_SIZE_ONE, .. })
+            Err(TensorError::View {
+                op: "squeeze",
+                reason: NOT_SIZE_ONE,
+                ..
+            })
         ));
         let full = f32l(&[1, 1, 1, 1, 1, 1]);
-        assert!(matches!(full.unsqueeze(0), Err(TensorError::Rank { op: "unsqueeze", rank: 7, .. })));
+        assert!(matches!(
+            full.unsqueeze(0),
+            Err(TensorError::Rank {
+                op: "unsqueeze",
+                rank: 7,
+                ..
+            })
+        ));
         let scalar = Layout::contiguous(crate::Shape::SCALAR, DType::F32).unwrap();
         assert_eq!(scalar.unsqueeze(0).unwrap().dims(), &[1]);
         assert_eq!(scalar.unsqueeze(0).unwrap().squeeze(0).unwrap(), scalar);
@@ -349,11 +433,19 @@ mod tests {
         assert_eq!(q.unsqueeze(1).unwrap().dims(), &[1, 1, 64]);
         assert!(matches!(
             q.unsqueeze(2),
-            Err(TensorError::View { op: "unsqueeze", reason: NEW_LAST_DIM, .. })
+            Err(TensorError::View {
+                op: "unsqueeze",
+                reason: NEW_LAST_DIM,
+                ..
+            })
         ));
         assert!(matches!(
             q.squeeze(1),
-            Err(TensorError::View { op: "squeeze", reason: DROPS_BLOCK_DIM, .. })
+            Err(TensorError::View {
+                op: "squeeze",
+                reason: DROPS_BLOCK_DIM,
+                ..
+            })
         ));
     }
 
@@ -367,17 +459,31 @@ mod tests {
         assert_eq!(l.select(2, 3).unwrap().strides(), &[12, 4]);
         assert_eq!(
             l.select(3, 0).unwrap_err(),
-            TensorError::DimOutOfRange { op: "select", dim: 3, rank: 3 }
+            TensorError::DimOutOfRange {
+                op: "select",
+                dim: 3,
+                rank: 3
+            }
         );
         assert_eq!(
             l.select(1, 3).unwrap_err(),
-            TensorError::OutOfBounds { op: "select", dim: 1, start: 3, end: 4, size: 3 }
+            TensorError::OutOfBounds {
+                op: "select",
+                dim: 1,
+                start: 3,
+                end: 4,
+                size: 3
+            }
         );
         let q = q40(&[2, 64]);
         assert_eq!(q.select(0, 1).unwrap().offset(), 2);
         assert!(matches!(
             q.select(1, 0),
-            Err(TensorError::View { op: "select", reason: DROPS_BLOCK_DIM, .. })
+            Err(TensorError::View {
+                op: "select",
+                reason: DROPS_BLOCK_DIM,
+                ..
+            })
         ));
     }
 }

@@ -1,12 +1,221 @@
 //! GGUF/ggml block-quantization formats.
+//!
+//! Each format is one `#[repr(C)]` [`bytemuck::Pod`] struct, byte-compatible with ggml's
+//! `block_*` type of the same name, with the scalar reference quantizer and dequantizer
+//! ([`QuantBlock`]) and the scalar reference quantized dot product ([`QuantDot`]). These
+//! are the executable specification that every fast kernel (SIMD CPU, WGSL) is tested
+//! against:
+//!
+//! - quantization follows ggml's `quantize_row_*_ref` (no importance matrix), so a tensor
+//!   quantized here has the bytes `llama-quantize` would write;
+//! - dequantization follows ggml's `dequantize_row_*`, bit for bit;
+//! - [`vec_dot`] follows ggml's scalar `ggml_vec_dot_*_q8_*`: integer sums per block,
+//!   scaled once per block.
+//!
+//! [`quantize_row`], [`dequantize_row`] and [`vec_dot`] are the type-erased entry points:
+//! they take raw bytes at any alignment, check every length and return a
+//! [`TensorError`] rather than panic.
 
-// TEMPORARY SHIM (added by the tensor-core author so the crate builds while the quant
-// module is being written; the quant author replaces these with the real functions).
-/// Placeholder: replaced by the real implementation.
-pub fn quantize_row(dtype: crate::DType, _src: &[f32], _dst: &mut [u8]) -> crate::Result<()> {
-    Err(crate::TensorError::DType { op: "quantize_row", dtype, what: "quant module pending" })
+mod q2_k;
+mod q3_k;
+mod q4_0;
+mod q4_1;
+mod q4_k;
+mod q5_0;
+mod q5_1;
+mod q5_k;
+mod q6_k;
+mod q8_0;
+mod q8_1;
+mod q8_k;
+mod quant_block;
+mod scale_min_k4;
+mod scale_search;
+mod vec_dot;
+
+pub use q2_k::BlockQ2K;
+pub use q3_k::BlockQ3K;
+pub use q4_0::BlockQ4_0;
+pub use q4_1::BlockQ4_1;
+pub use q4_k::BlockQ4K;
+pub use q5_0::BlockQ5_0;
+pub use q5_1::BlockQ5_1;
+pub use q5_k::BlockQ5K;
+pub use q6_k::BlockQ6K;
+pub use q8_0::BlockQ8_0;
+pub use q8_1::BlockQ8_1;
+pub use q8_k::BlockQ8K;
+pub use quant_block::QuantBlock;
+pub use vec_dot::{QuantDot, vec_dot, vec_dot_dtype};
+
+use crate::dtype::DType;
+use crate::error::{Result, TensorError};
+
+/// Calls `$func::<Block>($args)` for the block struct of `$dtype`, or returns a
+/// [`TensorError::DType`] naming `$op` when `$dtype` is not a block format.
+macro_rules! dispatch_block {
+    ($dtype:expr, $op:expr, $func:ident($($arg:expr),* $(,)?)) => {
+        match $dtype {
+            DType::Q4_0 => $func::<$crate::quant::BlockQ4_0>($($arg),*),
+            DType::Q4_1 => $func::<$crate::quant::BlockQ4_1>($($arg),*),
+            DType::Q5_0 => $func::<$crate::quant::BlockQ5_0>($($arg),*),
+            DType::Q5_1 => $func::<$crate::quant::BlockQ5_1>($($arg),*),
+            DType::Q8_0 => $func::<$crate::quant::BlockQ8_0>($($arg),*),
+            DType::Q8_1 => $func::<$crate::quant::BlockQ8_1>($($arg),*),
+            DType::Q2K => $func::<$crate::quant::BlockQ2K>($($arg),*),
+            DType::Q3K => $func::<$crate::quant::BlockQ3K>($($arg),*),
+            DType::Q4K => $func::<$crate::quant::BlockQ4K>($($arg),*),
+            DType::Q5K => $func::<$crate::quant::BlockQ5K>($($arg),*),
+            DType::Q6K => $func::<$crate::quant::BlockQ6K>($($arg),*),
+            DType::Q8K => $func::<$crate::quant::BlockQ8K>($($arg),*),
+            other => Err($crate::error::TensorError::DType {
+                op: $op,
+                dtype: other,
+                what: "a block-quantized dtype",
+            }),
+        }
+    };
 }
-/// Placeholder: replaced by the real implementation.
-pub fn dequantize_row(dtype: crate::DType, _src: &[u8], _dst: &mut [f32]) -> crate::Result<()> {
-    Err(crate::TensorError::DType { op: "dequantize_row", dtype, what: "quant module pending" })
+pub(crate) use dispatch_block;
+
+/// Quantizes `src` (a multiple of `dtype.block_len()` values) to `dtype`, writing the
+/// ggml block bytes to `dst`, which must be exactly `dtype.bytes_for(src.len())` bytes.
+///
+/// `dst` may have any alignment. Every block dtype is accepted, including the activation
+/// formats Q8_1 and Q8_K; others give [`TensorError::DType`], wrong lengths
+/// [`TensorError::Argument`].
+pub fn quantize_row(dtype: DType, src: &[f32], dst: &mut [u8]) -> Result<()> {
+    dispatch_block!(dtype, "quantize_row", quantize_bytes(src, dst))
+}
+
+/// Dequantizes the `dtype` blocks in `src` (a multiple of `dtype.block_bytes()` bytes, any
+/// alignment) into `dst`, which must hold exactly the blocks' values.
+///
+/// Non-block dtypes give [`TensorError::DType`]; a ragged `src` gives
+/// [`TensorError::Argument`], a `dst` of the wrong length [`TensorError::DataLength`].
+pub fn dequantize_row(dtype: DType, src: &[u8], dst: &mut [f32]) -> Result<()> {
+    dispatch_block!(dtype, "dequantize_row", dequantize_bytes(src, dst))
+}
+
+fn quantize_bytes<B: QuantBlock>(src: &[f32], dst: &mut [u8]) -> Result<()> {
+    const OP: &str = "quantize_row";
+    let (block_len, block_bytes) = (B::DTYPE.block_len(), size_of::<B>());
+    let blocks = quant_block::blocks_in_values(OP, B::DTYPE, src.len())?;
+    if dst.len() != blocks * block_bytes {
+        return Err(TensorError::Argument {
+            op: OP,
+            name: "dst",
+            reason: format!(
+                "holds {} bytes, but {} {} values need {}",
+                dst.len(),
+                src.len(),
+                B::DTYPE,
+                blocks * block_bytes
+            ),
+        });
+    }
+    for (values, out) in src
+        .chunks_exact(block_len)
+        .zip(dst.chunks_exact_mut(block_bytes))
+    {
+        out.copy_from_slice(bytemuck::bytes_of(&B::quantize_block(values)));
+    }
+    Ok(())
+}
+
+fn dequantize_bytes<B: QuantBlock>(src: &[u8], dst: &mut [f32]) -> Result<()> {
+    const OP: &str = "dequantize_row";
+    let (block_len, block_bytes) = (B::DTYPE.block_len(), size_of::<B>());
+    let blocks = quant_block::blocks_in_bytes(OP, "src", B::DTYPE, src.len())?;
+    quant_block::check_value_count(OP, B::DTYPE, blocks, dst.len())?;
+    for (bytes, out) in src
+        .chunks_exact(block_bytes)
+        .zip(dst.chunks_exact_mut(block_len))
+    {
+        bytemuck::pod_read_unaligned::<B>(bytes).dequantize_block(out);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BLOCK_DTYPES: [DType; 12] = [
+        DType::Q4_0,
+        DType::Q4_1,
+        DType::Q5_0,
+        DType::Q5_1,
+        DType::Q8_0,
+        DType::Q8_1,
+        DType::Q2K,
+        DType::Q3K,
+        DType::Q4K,
+        DType::Q5K,
+        DType::Q6K,
+        DType::Q8K,
+    ];
+
+    fn wave(n: usize) -> Vec<f32> {
+        (0..n)
+            .map(|i| (i as f32 * 0.37).sin() * 3.0 - 0.25)
+            .collect()
+    }
+
+    #[test]
+    fn plain_dtypes_are_rejected() {
+        for dtype in [DType::F32, DType::F16, DType::U8] {
+            let err = quantize_row(dtype, &[0.0; 32], &mut [0; 128]).unwrap_err();
+            assert!(matches!(err, TensorError::DType { .. }), "{err}");
+            let err = dequantize_row(dtype, &[0; 128], &mut [0.0; 32]).unwrap_err();
+            assert!(matches!(err, TensorError::DType { .. }), "{err}");
+        }
+    }
+
+    #[test]
+    fn bad_lengths_are_errors_not_panics() {
+        for dtype in BLOCK_DTYPES {
+            let (bl, bb) = (dtype.block_len(), dtype.block_bytes());
+            let src = wave(2 * bl);
+            let mut dst = vec![0u8; 2 * bb];
+            assert!(quantize_row(dtype, &src[..bl + 1], &mut dst).is_err());
+            assert!(quantize_row(dtype, &src, &mut dst[..2 * bb - 1]).is_err());
+            assert!(quantize_row(dtype, &src[..bl], &mut dst).is_err());
+            quantize_row(dtype, &src, &mut dst).unwrap();
+            let mut out = vec![0f32; 2 * bl];
+            assert!(dequantize_row(dtype, &dst[..bb + 1], &mut out).is_err());
+            assert!(dequantize_row(dtype, &dst, &mut out[..bl]).is_err());
+            assert!(dequantize_row(dtype, &dst, &mut vec![0f32; 2 * bl + 1]).is_err());
+            dequantize_row(dtype, &dst, &mut out).unwrap();
+        }
+    }
+
+    #[test]
+    fn empty_rows_are_fine() {
+        for dtype in BLOCK_DTYPES {
+            quantize_row(dtype, &[], &mut []).unwrap();
+            dequantize_row(dtype, &[], &mut []).unwrap();
+        }
+    }
+
+    #[test]
+    fn unaligned_bytes_give_the_same_values() {
+        for dtype in BLOCK_DTYPES {
+            let n = 2 * dtype.block_len();
+            let bytes = dtype.bytes_for(n).unwrap();
+            let src = wave(n);
+            let mut aligned = vec![0u8; bytes];
+            quantize_row(dtype, &src, &mut aligned).unwrap();
+            // Every offset 1..4 from an allocation start breaks the 2- and 4-byte alignment.
+            for offset in 1..4 {
+                let mut storage = vec![0u8; bytes + offset];
+                quantize_row(dtype, &src, &mut storage[offset..]).unwrap();
+                assert_eq!(&storage[offset..], &aligned[..], "{dtype} offset {offset}");
+                let (mut a, mut b) = (vec![0f32; n], vec![0f32; n]);
+                dequantize_row(dtype, &aligned, &mut a).unwrap();
+                dequantize_row(dtype, &storage[offset..], &mut b).unwrap();
+                assert_eq!(a, b, "{dtype} offset {offset}");
+            }
+        }
+    }
 }

@@ -7,7 +7,10 @@ use crate::reference::host_access::{Reader, Writer, unsupported};
 use crate::tensor::Tensor;
 
 pub(crate) fn upload(src: &[u8], out: &mut Tensor) -> Result<()> {
-    let range = out.layout().contiguous_range().ok_or_else(|| unsupported("upload", "a strided output".into()))?;
+    let range = out
+        .layout()
+        .contiguous_range()
+        .ok_or_else(|| unsupported("upload", "a strided output".into()))?;
     let bb = out.dtype().block_bytes();
     let dst = &mut out.host_slice_mut::<u8>()?[range.start * bb..range.end * bb];
     if dst.len() != src.len() {
@@ -33,7 +36,11 @@ pub(crate) fn fill(out: &mut Tensor, value: f64) -> Result<()> {
 pub(crate) fn copy(src: &Tensor, dst: &mut Tensor) -> Result<()> {
     let (sd, dd) = (src.dtype(), dst.dtype());
     if src.dims() != dst.dims() {
-        return Err(TensorError::ShapeMismatch { op: "copy", lhs: *src.shape(), rhs: *dst.shape() });
+        return Err(TensorError::ShapeMismatch {
+            op: "copy",
+            lhs: *src.shape(),
+            rhs: *dst.shape(),
+        });
     }
     let r = Reader::new(src)?;
     let dst_layout = *dst.layout();
@@ -48,7 +55,8 @@ pub(crate) fn copy(src: &Tensor, dst: &mut Tensor) -> Result<()> {
             let bb = sd.block_bytes();
             let bytes = src.storage().host_bytes()?;
             for (s, d) in StridedIndex::new(src.layout()).zip(StridedIndex::new(&dst_layout)) {
-                w.unit_bytes(d).copy_from_slice(&bytes[s * bb..(s + 1) * bb]);
+                w.unit_bytes(d)
+                    .copy_from_slice(&bytes[s * bb..(s + 1) * bb]);
             }
         }
         (true, false) => {
@@ -58,22 +66,36 @@ pub(crate) fn copy(src: &Tensor, dst: &mut Tensor) -> Result<()> {
             for s in StridedIndex::new(src.layout()) {
                 r.dequantize_block(s, &mut block[..bl])?;
                 for &v in &block[..bl] {
-                    let d = dst_units.next().ok_or_else(|| unsupported("copy", "mismatched unit counts".into()))?;
+                    let d = dst_units
+                        .next()
+                        .ok_or_else(|| unsupported("copy", "mismatched unit counts".into()))?;
                     w.set(d, v as f64);
                 }
             }
         }
-        _ => return Err(TensorError::DTypeMismatch { op: "copy", lhs: sd, rhs: dd }),
+        _ => {
+            return Err(TensorError::DTypeMismatch {
+                op: "copy",
+                lhs: sd,
+                rhs: dd,
+            });
+        }
     }
     Ok(())
 }
 
 pub(crate) fn quantize(src: &Tensor, out: &mut Tensor) -> Result<()> {
-    let range = src.layout().contiguous_range().ok_or_else(|| unsupported("quantize", "a strided input".into()))?;
+    let range = src
+        .layout()
+        .contiguous_range()
+        .ok_or_else(|| unsupported("quantize", "a strided input".into()))?;
     let bytes = &src.storage().host_bytes()?[range.start * 4..range.end * 4];
     let values: Vec<f32> = bytemuck::pod_collect_to_vec(bytes); // any alignment
     let dtype = out.dtype();
-    let out_range = out.layout().contiguous_range().ok_or_else(|| unsupported("quantize", "a strided output".into()))?;
+    let out_range = out
+        .layout()
+        .contiguous_range()
+        .ok_or_else(|| unsupported("quantize", "a strided output".into()))?;
     let bb = dtype.block_bytes();
     let dst = &mut out.host_slice_mut::<u8>()?[out_range.start * bb..out_range.end * bb];
     quant::quantize_row(dtype, &values, dst)

@@ -14,7 +14,10 @@ pub(crate) struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     pub(crate) fn new(t: &'a Tensor) -> Result<Self> {
-        Ok(Self { bytes: t.storage().host_bytes()?, dtype: t.dtype() })
+        Ok(Self {
+            bytes: t.storage().host_bytes()?,
+            dtype: t.dtype(),
+        })
     }
 
     /// The value at storage unit `unit` (plain dtypes).
@@ -51,7 +54,10 @@ pub(crate) struct Writer<'a> {
 impl<'a> Writer<'a> {
     pub(crate) fn new(t: &'a mut Tensor) -> Result<Self> {
         let dtype = t.dtype();
-        Ok(Self { bytes: t.host_slice_mut::<u8>()?, dtype })
+        Ok(Self {
+            bytes: t.host_slice_mut::<u8>()?,
+            dtype,
+        })
     }
 
     /// Writes `v` at storage unit `unit` (plain dtypes).
@@ -74,7 +80,11 @@ impl<'a> Writer<'a> {
     /// The value at storage unit `unit` (plain dtypes), for in-place updates.
     #[inline]
     pub(crate) fn get(&self, unit: usize) -> f64 {
-        Reader { bytes: self.bytes, dtype: self.dtype }.get(unit)
+        Reader {
+            bytes: self.bytes,
+            dtype: self.dtype,
+        }
+        .get(unit)
     }
 
     /// The raw bytes of storage unit `unit` (block dtypes: one block).
@@ -88,7 +98,12 @@ impl<'a> Writer<'a> {
 #[inline]
 pub(crate) fn unit_of(t: &Tensor, index: &[usize]) -> usize {
     let l = t.layout();
-    l.offset() + index.iter().zip(l.strides()).map(|(i, s)| i * s).sum::<usize>()
+    l.offset()
+        + index
+            .iter()
+            .zip(l.strides())
+            .map(|(i, s)| i * s)
+            .sum::<usize>()
 }
 
 /// Advances a row-major multi-index over `dims`; false once it wraps past the end.
@@ -106,5 +121,9 @@ pub(crate) fn next_index(index: &mut [usize], dims: &[usize]) -> bool {
 
 /// An error for a case the reference backend does not handle.
 pub(crate) fn unsupported(op: &'static str, what: String) -> TensorError {
-    TensorError::Unsupported { op, backend: "reference", what }
+    TensorError::Unsupported {
+        op,
+        backend: "reference",
+        what,
+    }
 }

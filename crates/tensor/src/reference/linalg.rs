@@ -28,7 +28,7 @@ pub(crate) fn matmul(a: &Tensor, b: &Tensor, out: &mut Tensor) -> Result<()> {
         let (base_a, base_b) = (unit_of(a, &ia[..rank]), unit_of(b, &ib[..rank]));
         let acc: f64 = (0..k_len)
             .map(|k| ra.get(base_a + k * sa[rank - 1]) * rb.get(base_b + k * sb[rank - 2]))
-            .sum();
+            .fold(0.0, |acc, v| acc + v);
         w.set(offset + position, acc);
         position += 1;
         if !next_index(&mut index[..rank], dims) {
@@ -37,7 +37,12 @@ pub(crate) fn matmul(a: &Tensor, b: &Tensor, out: &mut Tensor) -> Result<()> {
     }
 }
 
-pub(crate) fn linear(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, out: &mut Tensor) -> Result<()> {
+pub(crate) fn linear(
+    x: &Tensor,
+    w: &Tensor,
+    bias: Option<&Tensor>,
+    out: &mut Tensor,
+) -> Result<()> {
     let (rx, rw) = (Reader::new(x)?, Reader::new(w)?);
     let rbias = bias.map(Reader::new).transpose()?;
     let (n, k) = (w.dims()[0], w.dims()[1]);

@@ -8,14 +8,21 @@ use crate::shape::{MAX_RANK, Shape};
 use crate::tensor::Tensor;
 
 /// Calls `f(row_position, x_base, x_step)` for every row of the last dim of `x`.
-fn for_each_row(x: &Tensor, mut f: impl FnMut(usize, usize, usize) -> Result<()>) -> Result<()> {
+pub(crate) fn for_each_row(
+    x: &Tensor,
+    mut f: impl FnMut(usize, usize, usize) -> Result<()>,
+) -> Result<()> {
     let rank = x.rank();
     let lead_shape = Shape::new(&x.dims()[..rank.saturating_sub(1)])?;
     let lead = lead_shape.dims();
     if lead.contains(&0) || x.elem_count() == 0 {
         return Ok(());
     }
-    let step = if rank == 0 { 0 } else { x.layout().strides()[rank - 1] };
+    let step = if rank == 0 {
+        0
+    } else {
+        x.layout().strides()[rank - 1]
+    };
     let mut index = [0usize; MAX_RANK];
     let mut row = 0;
     loop {
@@ -28,7 +35,7 @@ fn for_each_row(x: &Tensor, mut f: impl FnMut(usize, usize, usize) -> Result<()>
 }
 
 /// The value of 1-D `p` at `i`.
-fn at(r: &Reader<'_>, p: &Tensor, i: usize) -> f64 {
+pub(crate) fn at(r: &Reader<'_>, p: &Tensor, i: usize) -> f64 {
     r.get(p.layout().offset() + i * p.layout().strides()[0])
 }
 
@@ -38,24 +45,36 @@ pub(crate) fn rms_norm(x: &Tensor, w: &Tensor, eps: f64, out: &mut Tensor) -> Re
     let offset = out.layout().offset();
     let mut wr = Writer::new(out)?;
     for_each_row(x, |row, base, step| {
-        let ms = (0..d).map(|i| rx.get(base + i * step).powi(2)).sum::<f64>() / d as f64;
+        let ms = (0..d).map(|i| rx.get(base + i * step).powi(2)).fold(0.0, |acc, v| acc + v) / d as f64;
         let scale = 1.0 / (ms + eps).sqrt();
         for i in 0..d {
-            wr.set(offset + row * d + i, rx.get(base + i * step) * scale * at(&rw, w, i));
+            wr.set(
+                offset + row * d + i,
+                rx.get(base + i * step) * scale * at(&rw, w, i),
+            );
         }
         Ok(())
     })
 }
 
-pub(crate) fn layer_norm(x: &Tensor, w: &Tensor, b: Option<&Tensor>, eps: f64, out: &mut Tensor) -> Result<()> {
+pub(crate) fn layer_norm(
+    x: &Tensor,
+    w: &Tensor,
+    b: Option<&Tensor>,
+    eps: f64,
+    out: &mut Tensor,
+) -> Result<()> {
     let (rx, rw) = (Reader::new(x)?, Reader::new(w)?);
     let rb = b.map(Reader::new).transpose()?;
     let d = x.shape().last();
     let offset = out.layout().offset();
     let mut wr = Writer::new(out)?;
     for_each_row(x, |row, base, step| {
-        let mean = (0..d).map(|i| rx.get(base + i * step)).sum::<f64>() / d as f64;
-        let var = (0..d).map(|i| (rx.get(base + i * step) - mean).powi(2)).sum::<f64>() / d as f64;
+        let mean = (0..d).map(|i| rx.get(base + i * step)).fold(0.0, |acc, v| acc + v) / d as f64;
+        let var = (0..d)
+            .map(|i| (rx.get(base + i * step) - mean).powi(2))
+            .fold(0.0, |acc, v| acc + v)
+            / d as f64;
         let scale = 1.0 / (var + eps).sqrt();
         for i in 0..d {
             let mut y = (rx.get(base + i * step) - mean) * scale * at(&rw, w, i);
@@ -73,8 +92,10 @@ pub(crate) fn rope(
     positions: &Tensor,
     config: &RopeConfig,
     freq_factors: Option<&Tensor>,
+    inverse: bool,
     out: &mut Tensor,
 ) -> Result<()> {
+    let direction = if inverse { -1.0 } else { 1.0 };
     let (rx, rp) = (Reader::new(x)?, Reader::new(positions)?);
     let rf = freq_factors.map(Reader::new).transpose()?;
     let rank = x.rank();
@@ -93,7 +114,7 @@ pub(crate) fn rope(
                 (Some(rf), Some(f)) => at(rf, f, i),
                 _ => 1.0,
             };
-            let angle = pos * config.inv_freq(i, ff);
+            let angle = direction * pos * config.inv_freq(i, ff);
             let (sin, cos) = angle.sin_cos();
             let (a, b) = config.pair(i);
             let (xa, xb) = (rx.get(base + a * step), rx.get(base + b * step));
@@ -119,7 +140,9 @@ pub(crate) fn embedding(table: &Tensor, ids: &Tensor, out: &mut Tensor) -> Resul
             return Err(TensorError::Argument {
                 op: "embedding",
                 name: "ids",
-                reason: format!("id {id} at position {position} is out of range for a vocabulary of {vocab}"),
+                reason: format!(
+                    "id {id} at position {position} is out of range for a vocabulary of {vocab}"
+                ),
             });
         }
         let row_base = table.layout().offset() + id * row_stride;
@@ -140,7 +163,13 @@ pub(crate) fn embedding(table: &Tensor, ids: &Tensor, out: &mut Tensor) -> Resul
     Ok(())
 }
 
-pub(crate) fn attention(q: &Tensor, k: &Tensor, v: &Tensor, params: &AttentionParams, out: &mut Tensor) -> Result<()> {
+pub(crate) fn attention(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    params: &AttentionParams,
+    out: &mut Tensor,
+) -> Result<()> {
     let (rq, rk, rv) = (Reader::new(q)?, Reader::new(k)?, Reader::new(v)?);
     let r = q.rank();
     let (tq, hq, d) = (q.dims()[r - 3], q.dims()[r - 2], q.dims()[r - 1]);
@@ -171,7 +200,9 @@ pub(crate) fn attention(q: &Tensor, k: &Tensor, v: &Tensor, params: &AttentionPa
         let (k_lead, v_lead) = (lead_unit(ks, k), lead_unit(vs, v));
         let score = |j: usize| -> f64 {
             let kb = k_lead + j * ks[r - 3] + kvh * ks[r - 2];
-            let dot: f64 = (0..d).map(|e| rq.get(q_base + e * q_step) * rk.get(kb + e * ks[r - 1])).sum();
+            let dot: f64 = (0..d)
+                .map(|e| rq.get(q_base + e * q_step) * rk.get(kb + e * ks[r - 1]))
+                .fold(0.0, |acc, v| acc + v);
             let s = dot * params.scale as f64;
             match params.softcap {
                 Some(c) => c as f64 * (s / c as f64).tanh(),
@@ -179,14 +210,23 @@ pub(crate) fn attention(q: &Tensor, k: &Tensor, v: &Tensor, params: &AttentionPa
             }
         };
         let visible = |j: usize| params.visible(q_pos, j);
-        let max = (0..tk).filter(|&j| visible(j)).map(score).fold(f64::NEG_INFINITY, f64::max);
-        let sum: f64 = (0..tk).filter(|&j| visible(j)).map(|j| (score(j) - max).exp()).sum();
+        let max = (0..tk)
+            .filter(|&j| visible(j))
+            .map(score)
+            .fold(f64::NEG_INFINITY, f64::max);
+        let sum: f64 = (0..tk)
+            .filter(|&j| visible(j))
+            .map(|j| (score(j) - max).exp())
+            .fold(0.0, |acc, v| acc + v);
         let o = offset + row * dv;
         for e in 0..dv {
             let acc: f64 = (0..tk)
                 .filter(|&j| visible(j))
-                .map(|j| (score(j) - max).exp() / sum * rv.get(v_lead + j * vs[r - 3] + kvh * vs[r - 2] + e * vs[r - 1]))
-                .sum();
+                .map(|j| {
+                    (score(j) - max).exp() / sum
+                        * rv.get(v_lead + j * vs[r - 3] + kvh * vs[r - 2] + e * vs[r - 1])
+                })
+                .fold(0.0, |acc, v| acc + v);
             wr.set(o + e, if sum > 0.0 { acc } else { 0.0 });
         }
         Ok(())

@@ -8,7 +8,11 @@ use crate::tensor::Tensor;
 
 /// Calls `f(out_position, values along dim)` for every output position, where the values
 /// are given as an iterator-producing closure over the reduced dim.
-fn for_each_lane(x: &Tensor, dim: usize, mut f: impl FnMut(usize, &dyn Fn(usize) -> f64)) -> Result<()> {
+fn for_each_lane(
+    x: &Tensor,
+    dim: usize,
+    mut f: impl FnMut(usize, &dyn Fn(usize) -> f64),
+) -> Result<()> {
     let r = Reader::new(x)?;
     let dims = x.dims();
     let mut outer_dims = [1usize; MAX_RANK];
@@ -37,8 +41,8 @@ pub(crate) fn reduce(op: ReduceOp, x: &Tensor, dim: usize, out: &mut Tensor) -> 
     let mut w = Writer::new(out)?;
     for_each_lane(x, dim, |pos, get| {
         let value = match op {
-            ReduceOp::Sum => (0..n).map(get).sum(),
-            ReduceOp::Mean => (0..n).map(get).sum::<f64>() / n as f64,
+            ReduceOp::Sum => (0..n).map(get).fold(0.0, |acc, v| acc + v),
+            ReduceOp::Mean => (0..n).map(get).fold(0.0, |acc, v| acc + v) / n as f64,
             ReduceOp::Max => (0..n).map(get).fold(f64::NEG_INFINITY, nan_max),
             ReduceOp::Min => (0..n).map(get).fold(f64::INFINITY, |a, b| -nan_max(-a, -b)),
         };
@@ -48,7 +52,11 @@ pub(crate) fn reduce(op: ReduceOp, x: &Tensor, dim: usize, out: &mut Tensor) -> 
 
 /// max that propagates NaN.
 fn nan_max(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) }
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.max(b)
+    }
 }
 
 pub(crate) fn argmax(x: &Tensor, dim: usize, out: &mut Tensor) -> Result<()> {
@@ -77,7 +85,7 @@ pub(crate) fn softmax(x: &Tensor, log: bool, out: &mut Tensor) -> Result<()> {
     let mut w = Writer::new(out)?;
     for_each_lane(x, dim, |pos, get| {
         let max = (0..n).map(get).fold(f64::NEG_INFINITY, f64::max);
-        let sum: f64 = (0..n).map(|k| (get(k) - max).exp()).sum();
+        let sum: f64 = (0..n).map(|k| (get(k) - max).exp()).fold(0.0, |acc, v| acc + v);
         for k in 0..n {
             let v = get(k) - max;
             let y = if log { v - sum.ln() } else { v.exp() / sum };

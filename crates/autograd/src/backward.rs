@@ -1,0 +1,113 @@
+//! The backward pass: topological order from the root, each rule run once and released
+//! right after, gradients accumulated per input and reduced to broadcast inputs' shapes.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use tempra_tensor::{ExecContext, Shape, Tensor};
+
+use crate::error::{AutogradError, Result};
+use crate::grad_store::GradStore;
+use crate::node::Node;
+use crate::var::{Var, VarId};
+
+/// Runs backward from `root` with gradient `seed` (the root's shape).
+pub(crate) fn run(ctx: &ExecContext, root: &Var, seed: Tensor) -> Result<GradStore> {
+    let node = root.node.as_ref().ok_or(AutogradError::NoGraph)?;
+    if seed.shape() != root.shape() {
+        return Err(AutogradError::SeedShape { root: *root.shape(), seed: *seed.shape() });
+    }
+    let order = topological_order(node);
+    let mut pending: HashMap<VarId, Tensor> = HashMap::new();
+    pending.insert(node.id, seed);
+    let mut store = GradStore::new();
+    let mut needs = Vec::new();
+    // `order` is post-order (inputs before users): walk it from the root down.
+    for node in order.iter().rev() {
+        let Some(grad) = pending.remove(&node.id) else { continue };
+        if node.is_leaf() {
+            store.insert(node.id, grad);
+            continue;
+        }
+        let rule = node
+            .rule
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
+            .ok_or(AutogradError::GraphConsumed { op: node.op })?;
+        needs.clear();
+        needs.extend(node.parents.iter().map(Option::is_some));
+        // Running the rule consumes it: the views it saved are released right here.
+        let grads = rule(ctx, grad, &needs)?;
+        for (parent, grad) in node.parents.iter().zip(grads) {
+            let (Some(parent), Some(grad)) = (parent, grad) else { continue };
+            let grad = sum_to_shape(ctx, node.op, grad, &parent.shape)?;
+            accumulate(ctx, &mut pending, parent.id, grad)?;
+        }
+    }
+    Ok(store)
+}
+
+/// Every node reachable from `root`, inputs before their users (iterative DFS).
+fn topological_order(root: &Arc<Node>) -> Vec<Arc<Node>> {
+    let mut order = Vec::new();
+    let mut visited: HashSet<VarId> = HashSet::new();
+    let mut stack: Vec<(Arc<Node>, usize)> = vec![(Arc::clone(root), 0)];
+    visited.insert(root.id);
+    while let Some((node, next)) = stack.last_mut() {
+        let parent = node.parents[*next..].iter().enumerate().find_map(|(i, p)| {
+            p.as_ref().filter(|p| !visited.contains(&p.id)).map(|p| (i, Arc::clone(p)))
+        });
+        match parent {
+            Some((i, parent)) => {
+                *next += i + 1;
+                visited.insert(parent.id);
+                stack.push((parent, 0));
+            }
+            None => {
+                if let Some((node, _)) = stack.pop() {
+                    order.push(node);
+                }
+            }
+        }
+    }
+    order
+}
+
+/// Adds `grad` into the pending gradient of `id` (in place when that buffer is unshared).
+fn accumulate(ctx: &ExecContext, pending: &mut HashMap<VarId, Tensor>, id: VarId, grad: Tensor) -> Result<()> {
+    let total = match pending.remove(&id) {
+        None => grad,
+        Some(old) if old.is_unique() && old.is_contiguous() => ctx.add_inplace(old, &grad)?,
+        Some(old) if grad.is_unique() && grad.is_contiguous() => ctx.add_inplace(grad, &old)?,
+        Some(old) => ctx.add(&old, &grad)?,
+    };
+    pending.insert(id, total);
+    Ok(())
+}
+
+/// Sums `grad` over the dims along which an input of `shape` was broadcast to it.
+pub(crate) fn sum_to_shape(ctx: &ExecContext, op: &'static str, grad: Tensor, shape: &Shape) -> Result<Tensor> {
+    if grad.shape() == shape {
+        return Ok(grad);
+    }
+    let mismatch = |got: &Tensor| AutogradError::GradientShape { op, expected: *shape, got: *got.shape() };
+    if grad.rank() < shape.rank() {
+        return Err(mismatch(&grad));
+    }
+    let mut out = grad;
+    while out.rank() > shape.rank() {
+        out = ctx.sum(&out, 0, false)?;
+    }
+    for d in 0..shape.rank() {
+        let (want, have) = (shape.dims()[d], out.dims()[d]);
+        if want == have {
+            continue;
+        }
+        if want != 1 {
+            return Err(mismatch(&out));
+        }
+        out = ctx.sum(&out, d, true)?;
+    }
+    Ok(out)
+}

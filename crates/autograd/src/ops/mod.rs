@@ -1,0 +1,12 @@
+//! The op surface of [`crate::Autograd`], one file per family, each op with its backward
+//! rule next to it.
+
+mod attention;
+mod elementwise;
+mod linalg;
+mod loss;
+mod masks;
+mod norm;
+mod reduction;
+mod structural;
+mod views;

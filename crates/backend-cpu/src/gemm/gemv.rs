@@ -1,0 +1,222 @@
+//! Matrix-vector products for `linear` with one input row (decode): `out[j] = x · w[j]`
+//! over float weight rows `w [N, K]` (F32, F16, BF16) with unit column stride. Tasks
+//! split the weight rows, so the weights are streamed once, in order; four rows share
+//! each load of `x`.
+
+use std::ops::Range;
+
+use half::slice::HalfFloatSliceExt;
+
+use super::operand::Values;
+
+/// Weight rows `rows` of `w` (row `j` starts at element `offset + j * row_stride`) dotted
+/// with `x` (`x.len()` values per row) into `out[rows]` (indexed from `rows.start`).
+pub(crate) fn gemv_rows(
+    avx2: bool,
+    x: &[f32],
+    w: Values<'_>,
+    offset: usize,
+    row_stride: usize,
+    rows: Range<usize>,
+    out: &mut [f32],
+) {
+    let k = x.len();
+    let row = |j: usize| offset + j * row_stride;
+    // Bounds for the raw-pointer kernels: every row of the range lies inside `w`.
+    let fits = |len: usize| rows.is_empty() || row(rows.end - 1) + k <= len;
+    #[cfg(target_arch = "x86_64")]
+    if avx2 {
+        match w {
+            Values::F32(v) if fits(v.len()) => {
+                // SAFETY: AVX2/FMA/F16C were detected by the caller (`avx2`); every row
+                // `row(j)..row(j) + k` lies inside `v` (checked by `fits`).
+                unsafe { avx2::rows_f32(x, v.as_ptr(), offset, row_stride, rows, out) };
+                return;
+            }
+            Values::F16(v) if fits(v.len()) => {
+                // SAFETY: as above.
+                unsafe { avx2::rows_f16(x, v.as_ptr() as *const u16, offset, row_stride, rows, out) };
+                return;
+            }
+            Values::BF16(v) if fits(v.len()) => {
+                // SAFETY: as above.
+                unsafe { avx2::rows_bf16(x, v.as_ptr() as *const u16, offset, row_stride, rows, out) };
+                return;
+            }
+            _ => {}
+        }
+    }
+    let _ = avx2;
+    let mut buf = [0f32; 256];
+    for (o, j) in out.iter_mut().zip(rows) {
+        let start = row(j);
+        *o = match w {
+            Values::F32(v) => dot(x, &v[start..start + k]),
+            Values::F16(v) => x
+                .chunks(256)
+                .zip(v[start..start + k].chunks(256))
+                .map(|(xc, wc)| {
+                    wc.convert_to_f32_slice(&mut buf[..wc.len()]);
+                    dot(xc, &buf[..wc.len()])
+                })
+                .sum(),
+            Values::BF16(v) => x
+                .chunks(256)
+                .zip(v[start..start + k].chunks(256))
+                .map(|(xc, wc)| {
+                    wc.convert_to_f32_slice(&mut buf[..wc.len()]);
+                    dot(xc, &buf[..wc.len()])
+                })
+                .sum(),
+        };
+    }
+}
+
+/// A plain dot product with 8 partial sums (vectorizable).
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let (ac, bc) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = ac.remainder().iter().zip(bc.remainder()).map(|(x, y)| x * y).sum();
+    for (x, y) in ac.zip(bc) {
+        for i in 0..8 {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    acc.iter().sum::<f32>() + tail
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+    use std::ops::Range;
+
+    /// Loads 8 weights starting at `p` as f32.
+    trait Load {
+        /// # Safety
+        ///
+        /// 8 readable elements at `p`; AVX2, FMA, F16C present.
+        unsafe fn load8(p: *const Self) -> __m256;
+        /// # Safety
+        ///
+        /// 1 readable element at `p`.
+        unsafe fn load1(p: *const Self) -> f32;
+    }
+
+    impl Load for f32 {
+        #[inline(always)]
+        unsafe fn load8(p: *const f32) -> __m256 {
+            // SAFETY: 8 readable f32s.
+            unsafe { _mm256_loadu_ps(p) }
+        }
+        #[inline(always)]
+        unsafe fn load1(p: *const f32) -> f32 {
+            // SAFETY: 1 readable f32.
+            unsafe { *p }
+        }
+    }
+
+    /// IEEE half bits.
+    struct F16Bits;
+    /// bfloat16 bits.
+    struct Bf16Bits;
+
+    /// The per-dtype loader over raw u16 storage.
+    trait Half {
+        /// # Safety
+        ///
+        /// 8 readable u16s at `p`; AVX2, F16C present.
+        unsafe fn load8(p: *const u16) -> __m256;
+        /// Converts one value.
+        fn to_f32(bits: u16) -> f32;
+    }
+
+    impl Half for F16Bits {
+        #[inline(always)]
+        unsafe fn load8(p: *const u16) -> __m256 {
+            // SAFETY: 8 readable halves; F16C present per the caller.
+            unsafe { _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i)) }
+        }
+        fn to_f32(bits: u16) -> f32 {
+            half::f16::from_bits(bits).to_f32()
+        }
+    }
+
+    impl Half for Bf16Bits {
+        #[inline(always)]
+        unsafe fn load8(p: *const u16) -> __m256 {
+            // SAFETY: 8 readable u16s; AVX2 present per the caller.
+            unsafe {
+                let wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(p as *const __m128i));
+                _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16))
+            }
+        }
+        fn to_f32(bits: u16) -> f32 {
+            half::bf16::from_bits(bits).to_f32()
+        }
+    }
+
+    /// The sum of the 8 lanes.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn hsum(v: __m256) -> f32 {
+        let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)))
+    }
+
+    /// The shared loop: `load8`/`load1` read weights of one storage type.
+    macro_rules! rows_impl {
+        ($name:ident, $t:ty, $load8:expr, $load1:expr) => {
+            /// # Safety
+            ///
+            /// AVX2, FMA, F16C present; for every `j` in `rows`, elements
+            /// `offset + j*row_stride .. + x.len()` of `w` are readable;
+            /// `out.len() >= rows.len()`.
+            #[target_feature(enable = "avx2,fma,f16c")]
+            pub(super) unsafe fn $name(
+                x: &[f32],
+                w: *const $t,
+                offset: usize,
+                row_stride: usize,
+                rows: Range<usize>,
+                out: &mut [f32],
+            ) {
+                let k = x.len();
+                let k8 = k / 8 * 8;
+                let xp = x.as_ptr();
+                let mut j = rows.start;
+                let mut o = 0;
+                while j < rows.end {
+                    let count = (rows.end - j).min(4);
+                    // SAFETY: rows `j..j+count` are in range; reads stay below `k`.
+                    unsafe {
+                        let base: [*const $t; 4] =
+                            std::array::from_fn(|r| w.add(offset + (j + r.min(count - 1)) * row_stride));
+                        let mut acc = [_mm256_setzero_ps(); 4];
+                        let mut e = 0;
+                        while e < k8 {
+                            let xv = _mm256_loadu_ps(xp.add(e));
+                            for r in 0..4 {
+                                acc[r] = _mm256_fmadd_ps(xv, $load8(base[r].add(e)), acc[r]);
+                            }
+                            e += 8;
+                        }
+                        for r in 0..count {
+                            let mut s = hsum(acc[r]);
+                            for t in k8..k {
+                                s += x[t] * $load1(base[r].add(t));
+                            }
+                            out[o + r] = s;
+                        }
+                    }
+                    j += count;
+                    o += count;
+                }
+            }
+        };
+    }
+
+    rows_impl!(rows_f32, f32, <f32 as Load>::load8, <f32 as Load>::load1);
+    rows_impl!(rows_f16, u16, F16Bits::load8, |p: *const u16| F16Bits::to_f32(*p));
+    rows_impl!(rows_bf16, u16, Bf16Bits::load8, |p: *const u16| Bf16Bits::to_f32(*p));
+}

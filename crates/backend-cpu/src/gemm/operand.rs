@@ -1,0 +1,73 @@
+//! A strided matrix operand of a product: F32, F16 or BF16 values in host memory,
+//! addressed by an element offset and a row and a column stride.
+
+use half::{bf16, f16};
+use half::slice::HalfFloatSliceExt;
+
+/// The values behind an operand, in their stored dtype.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Values<'a> {
+    /// f32 values.
+    F32(&'a [f32]),
+    /// IEEE half values, converted while packing.
+    F16(&'a [f16]),
+    /// bfloat16 values, converted while packing.
+    BF16(&'a [bf16]),
+}
+
+/// A matrix view: element `(i, j)` lives at `values[offset + i * rs + j * cs]`.
+///
+/// The exec layer checked that every addressed element lies inside the storage; the
+/// packing code indexes with bounds checks all the same (a bad layout panics rather than
+/// reading out of bounds).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MatRef<'a> {
+    pub(crate) values: Values<'a>,
+    pub(crate) offset: usize,
+    pub(crate) rs: usize,
+    pub(crate) cs: usize,
+}
+
+impl<'a> MatRef<'a> {
+    /// The same matrix transposed (a view: strides swapped).
+    pub(crate) fn t(self) -> Self {
+        Self { rs: self.cs, cs: self.rs, ..self }
+    }
+
+    /// The view moved to start at element `(i, j)`.
+    pub(crate) fn at(self, i: usize, j: usize) -> Self {
+        Self { offset: self.offset + i * self.rs + j * self.cs, ..self }
+    }
+
+    /// Reads `out.len()` values starting at element `start` (relative to the offset),
+    /// `stride` elements apart, converted to f32.
+    #[inline]
+    pub(crate) fn load_run(&self, start: usize, stride: usize, out: &mut [f32]) {
+        let first = self.offset + start;
+        let n = out.len();
+        if n == 0 {
+            return;
+        }
+        match self.values {
+            Values::F32(v) if stride == 1 => out.copy_from_slice(&v[first..first + n]),
+            Values::F16(v) if stride == 1 => v[first..first + n].convert_to_f32_slice(out),
+            Values::BF16(v) if stride == 1 => v[first..first + n].convert_to_f32_slice(out),
+            Values::F32(v) => {
+                let _ = v[first + (n - 1) * stride];
+                for (e, o) in out.iter_mut().enumerate() {
+                    *o = v[first + e * stride];
+                }
+            }
+            Values::F16(v) => {
+                for (e, o) in out.iter_mut().enumerate() {
+                    *o = v[first + e * stride].to_f32();
+                }
+            }
+            Values::BF16(v) => {
+                for (e, o) in out.iter_mut().enumerate() {
+                    *o = v[first + e * stride].to_f32();
+                }
+            }
+        }
+    }
+}

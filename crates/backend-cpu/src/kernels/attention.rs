@@ -1,0 +1,305 @@
+//! The fused causal attention tile: a few query rows that share one KV head (the query
+//! heads of a GQA group at one position) against a contiguous range of keys, with an
+//! online softmax over blocks of keys. No score matrix is formed: scores live in a
+//! `rows × BLOCK` scratch, the running output in a `rows × Dv` accumulator, both on the
+//! caller's stack.
+//!
+//! Each key row is loaded (and converted from f16) once per tile and used by every row;
+//! the value accumulation keeps the rows' accumulators for one vector of `Dv` in
+//! registers while it walks the block's keys.
+
+use std::ops::Range;
+
+use half::f16;
+
+use crate::math;
+use crate::simd::{Lane, Simd, simd_dispatch};
+
+/// Keys per online-softmax block.
+pub(crate) const BLOCK: usize = 64;
+/// Most query rows in one tile.
+pub(crate) const MAX_ROWS: usize = 8;
+/// Largest head dim (D and Dv) the fused kernel takes; larger heads use the reference.
+pub(crate) const MAX_HEAD_DIM: usize = 512;
+/// Head dims are padded to this many values in the scratch buffers (a multiple of
+/// every ISA's lane count).
+pub(crate) const PAD: usize = 16;
+
+/// K or V data: the storage of one operand, f32 or f16.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum KvData<'a> {
+    /// f32 storage.
+    F32(&'a [f32]),
+    /// f16 storage.
+    F16(&'a [f16]),
+}
+
+/// Where the rows of one KV head live: row `j` is `dim` values at `base + j·stride`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct KvRows {
+    /// Storage unit of row 0.
+    pub base: usize,
+    /// Units between consecutive rows (keys).
+    pub stride: usize,
+    /// Values per row (contiguous).
+    pub dim: usize,
+}
+
+/// One tile's query rows and where its output goes.
+#[derive(Debug)]
+pub(crate) struct Tile<'a> {
+    /// `rows` query rows, each `pad(D)` values (scaled by the attention scale, zero
+    /// padded).
+    pub q: &'a [f32],
+    /// Query rows in the tile (1..=MAX_ROWS).
+    pub rows: usize,
+    /// The keys every row sees.
+    pub keys: Range<usize>,
+    /// Logit soft-cap.
+    pub softcap: Option<f32>,
+}
+
+/// Per-call scratch (on the caller's stack, reused across tiles).
+#[derive(Debug)]
+pub(crate) struct Scratch {
+    /// `MAX_ROWS × BLOCK` scores.
+    pub scores: [f32; MAX_ROWS * BLOCK],
+    /// `MAX_ROWS × MAX_HEAD_DIM` output accumulators.
+    pub acc: [f32; MAX_ROWS * MAX_HEAD_DIM],
+}
+
+impl Scratch {
+    /// Zeroed scratch.
+    pub(crate) fn new() -> Scratch {
+        Scratch { scores: [0.0; MAX_ROWS * BLOCK], acc: [0.0; MAX_ROWS * MAX_HEAD_DIM] }
+    }
+}
+
+/// `n` rounded up to [`PAD`].
+#[inline(always)]
+pub(crate) fn pad(n: usize) -> usize {
+    n.div_ceil(PAD) * PAD
+}
+
+/// Attends one tile: `out` (`rows × Dv`, contiguous) gets each row's softmax-weighted sum
+/// of the value rows over `tile.keys`; zeros when the range is empty.
+#[inline(always)]
+fn attend_tile<S: Simd>(
+    s: S,
+    tile: &Tile<'_>,
+    k: KvData<'_>,
+    kr: KvRows,
+    v: KvData<'_>,
+    vr: KvRows,
+    scratch: &mut Scratch,
+    out: &mut [f32],
+) {
+    match (k, v) {
+        (KvData::F16(k), KvData::F16(v)) => attend::<S, f16, f16>(s, tile, k, kr, v, vr, scratch, out),
+        (KvData::F32(k), KvData::F32(v)) => attend::<S, f32, f32>(s, tile, k, kr, v, vr, scratch, out),
+        (KvData::F16(k), KvData::F32(v)) => attend::<S, f16, f32>(s, tile, k, kr, v, vr, scratch, out),
+        (KvData::F32(k), KvData::F16(v)) => attend::<S, f32, f16>(s, tile, k, kr, v, vr, scratch, out),
+    }
+}
+
+#[inline(always)]
+fn attend<S: Simd, K: Lane, V: Lane>(
+    s: S,
+    tile: &Tile<'_>,
+    k: &[K],
+    kr: KvRows,
+    v: &[V],
+    vr: KvRows,
+    scratch: &mut Scratch,
+    out: &mut [f32],
+) {
+    let rows = tile.rows.min(MAX_ROWS);
+    let (d, dv) = (kr.dim, vr.dim);
+    let (dp, dvp) = (pad(d), pad(dv));
+    let out = &mut out[..rows * dv];
+    if tile.keys.is_empty() {
+        out.fill(0.0);
+        return;
+    }
+    let acc = &mut scratch.acc[..rows * dvp];
+    acc.fill(0.0);
+    let mut m = [f32::NEG_INFINITY; MAX_ROWS];
+    let mut l = [0.0f32; MAX_ROWS];
+    let mut j0 = tile.keys.start;
+    while j0 < tile.keys.end {
+        let nb = BLOCK.min(tile.keys.end - j0);
+        // Scores of every row against the block's keys.
+        for jj in 0..nb {
+            let start = kr.base + (j0 + jj) * kr.stride;
+            let krow = &k[start..start + d];
+            let mut r0 = 0;
+            while r0 < rows {
+                let left = rows - r0;
+                let q = &tile.q[r0 * dp..];
+                let sc = &mut scratch.scores[r0 * BLOCK + jj..];
+                r0 += match left {
+                    8.. => dots::<S, K, 8>(s, q, dp, krow, sc),
+                    4.. => dots::<S, K, 4>(s, q, dp, krow, sc),
+                    2.. => dots::<S, K, 2>(s, q, dp, krow, sc),
+                    _ => dots::<S, K, 1>(s, q, dp, krow, sc),
+                };
+            }
+        }
+        // Online softmax per row: turn scores into weights, rescale the accumulators.
+        for r in 0..rows {
+            let sc = &mut scratch.scores[r * BLOCK..r * BLOCK + nb];
+            if let Some(cap) = tile.softcap {
+                soft_cap(s, sc, cap);
+            }
+            let block_max = sc.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+            let m_new = m[r].max(block_max);
+            if m_new == f32::NEG_INFINITY {
+                sc.fill(0.0);
+                continue;
+            }
+            let correction = if m[r] == f32::NEG_INFINITY { 0.0 } else { (m[r] - m_new).exp() };
+            let sum = exp_shifted(s, sc, m_new);
+            l[r] = l[r] * correction + sum;
+            if correction != 1.0 {
+                scale_row(s, &mut acc[r * dvp..(r + 1) * dvp], correction);
+            }
+            m[r] = m_new;
+        }
+        // Accumulate the weighted value rows.
+        let mut r0 = 0;
+        while r0 < rows {
+            let left = rows - r0;
+            let sc = &scratch.scores[r0 * BLOCK..];
+            let a = &mut acc[r0 * dvp..];
+            r0 += match left {
+                8.. => accumulate::<S, V, 8>(s, sc, nb, v, vr, j0, a, dvp),
+                4.. => accumulate::<S, V, 4>(s, sc, nb, v, vr, j0, a, dvp),
+                2.. => accumulate::<S, V, 2>(s, sc, nb, v, vr, j0, a, dvp),
+                _ => accumulate::<S, V, 1>(s, sc, nb, v, vr, j0, a, dvp),
+            };
+        }
+        j0 += nb;
+    }
+    for r in 0..rows {
+        let inv = if l[r] > 0.0 { 1.0 / l[r] } else { 0.0 };
+        let (src, dst) = (&acc[r * dvp..r * dvp + dv], &mut out[r * dv..(r + 1) * dv]);
+        for (o, a) in dst.iter_mut().zip(src) {
+            *o = a * inv;
+        }
+    }
+}
+
+/// Scores of `R` query rows (each `dp` values apart in `q`) against one key row:
+/// `scores[r·BLOCK] = q_r · krow`. Returns `R`.
+#[inline(always)]
+fn dots<S: Simd, K: Lane, const R: usize>(s: S, q: &[f32], dp: usize, krow: &[K], scores: &mut [f32]) -> usize {
+    let d = krow.len();
+    let mut acc = [s.splat(0.0); R];
+    let mut c = 0;
+    while c < d {
+        let kv = if c + S::LANES <= d { K::load(s, &krow[c..]) } else { K::load_partial(s, &krow[c..], 0.0) };
+        for (r, a) in acc.iter_mut().enumerate() {
+            *a = s.mul_add(s.load(&q[r * dp + c..]), kv, *a);
+        }
+        c += S::LANES;
+    }
+    for (r, a) in acc.iter().enumerate() {
+        scores[r * BLOCK] = s.reduce_add(*a);
+    }
+    R
+}
+
+/// `acc_r += Σ_j p[r][j] · v_j` for `R` rows over the block's `nb` keys, one vector of
+/// `Dv` at a time with the `R` accumulators in registers. Returns `R`.
+#[inline(always)]
+fn accumulate<S: Simd, V: Lane, const R: usize>(
+    s: S,
+    p: &[f32],
+    nb: usize,
+    v: &[V],
+    vr: KvRows,
+    j0: usize,
+    acc: &mut [f32],
+    dvp: usize,
+) -> usize {
+    let dv = vr.dim;
+    let mut c = 0;
+    while c < dv {
+        let full = c + S::LANES <= dv;
+        let mut regs = [s.splat(0.0); R];
+        for (r, reg) in regs.iter_mut().enumerate() {
+            *reg = s.load(&acc[r * dvp + c..]);
+        }
+        for jj in 0..nb {
+            let start = vr.base + (j0 + jj) * vr.stride + c;
+            let vv = if full { V::load(s, &v[start..]) } else { V::load_partial(s, &v[start..start + dv - c], 0.0) };
+            for (r, reg) in regs.iter_mut().enumerate() {
+                *reg = s.mul_add(s.splat(p[r * BLOCK + jj]), vv, *reg);
+            }
+        }
+        for (r, reg) in regs.iter().enumerate() {
+            s.store(&mut acc[r * dvp + c..], *reg);
+        }
+        c += S::LANES;
+    }
+    R
+}
+
+/// `x ← cap · tanh(x / cap)`.
+#[inline(always)]
+fn soft_cap<S: Simd>(s: S, x: &mut [f32], cap: f32) {
+    let (vc, inv) = (s.splat(cap), s.splat(1.0 / cap));
+    let mut chunks = x.chunks_exact_mut(S::LANES);
+    for c in &mut chunks {
+        let r = s.mul(vc, math::tanh(s, s.mul(s.load(c), inv)));
+        s.store(c, r);
+    }
+    let tail = chunks.into_remainder();
+    if !tail.is_empty() {
+        let r = s.mul(vc, math::tanh(s, s.mul(s.load_partial(tail, 0.0), inv)));
+        s.store_partial(tail, r);
+    }
+}
+
+/// `x ← exp(x - m)`, returning the sum.
+#[inline(always)]
+fn exp_shifted<S: Simd>(s: S, x: &mut [f32], m: f32) -> f32 {
+    let vm = s.splat(m);
+    let mut sum = s.splat(0.0);
+    let mut chunks = x.chunks_exact_mut(S::LANES);
+    for c in &mut chunks {
+        let e = math::exp(s, s.sub(s.load(c), vm));
+        s.store(c, e);
+        sum = s.add(sum, e);
+    }
+    let tail = chunks.into_remainder();
+    if !tail.is_empty() {
+        let e = math::exp(s, s.sub(s.load_partial(tail, f32::NEG_INFINITY), vm));
+        s.store_partial(tail, e);
+        sum = s.add(sum, e);
+    }
+    s.reduce_add(sum)
+}
+
+/// `x ← x · c` over a padded row.
+#[inline(always)]
+fn scale_row<S: Simd>(s: S, x: &mut [f32], c: f32) {
+    let vc = s.splat(c);
+    for chunk in x.chunks_exact_mut(S::LANES) {
+        let r = s.mul(s.load(chunk), vc);
+        s.store(chunk, r);
+    }
+}
+
+simd_dispatch! {
+    /// Attends one tile (see [`Tile`]).
+    pub(crate) fn attend_tile_rows(
+        tile: &Tile<'_>,
+        k: KvData<'_>,
+        kr: KvRows,
+        v: KvData<'_>,
+        vr: KvRows,
+        scratch: &mut Scratch,
+        out: &mut [f32],
+    ) -> () = attend_tile;
+}

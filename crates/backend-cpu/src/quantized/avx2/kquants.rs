@@ -1,0 +1,250 @@
+//! AVX2 dot products for the K-quants against Q8_K activations: Q4_K, Q5_K, Q6_K.
+//!
+//! Block layouts (bytes): Q8_K `d:f32 qs[256] bsums:i16[16]` (292); Q4_K `d dmin
+//! scales[12] qs[128]` (144); Q5_K `d dmin scales[12] qh[32] qs[128]` (176); Q6_K
+//! `ql[128] qh[64] scales:i8[16] d` (210).
+
+use std::arch::x86_64::*;
+
+use super::{fp16, hsum, rows, rows_dispatch};
+use crate::quantized::kernels::DotFn;
+
+/// Q4_K × Q8_K.
+pub(super) const DOT_Q4_K: DotFn = rows_dispatch!(dot_q4_k);
+/// Q5_K × Q8_K.
+pub(super) const DOT_Q5_K: DotFn = rows_dispatch!(dot_q5_k);
+/// Q6_K × Q8_K.
+pub(super) const DOT_Q6_K: DotFn = rows_dispatch!(dot_q6_k);
+
+const Q8K_BYTES: usize = 292;
+const Q8K_QS: usize = 4;
+const Q8K_BSUMS: usize = 260;
+
+/// `SHUFFLE_K4[i]`: a byte shuffle that broadcasts 16-bit lane `i` (of 8) to all lanes.
+const SHUFFLE_K4: [[u8; 32]; 8] = {
+    let mut t = [[0u8; 32]; 8];
+    let mut i = 0;
+    while i < 8 {
+        let mut b = 0;
+        while b < 16 {
+            t[i][2 * b] = 2 * i as u8;
+            t[i][2 * b + 1] = 2 * i as u8 + 1;
+            b += 1;
+        }
+        i += 1;
+    }
+    t
+};
+
+/// `SHUFFLE_6K[i]`: 8 copies of byte `2i` then 8 copies of byte `2i + 1`.
+const SHUFFLE_6K: [[u8; 16]; 8] = {
+    let mut t = [[0u8; 16]; 8];
+    let mut i = 0;
+    while i < 8 {
+        let mut b = 0;
+        while b < 8 {
+            t[i][b] = 2 * i as u8;
+            t[i][b + 8] = 2 * i as u8 + 1;
+            b += 1;
+        }
+        i += 1;
+    }
+    t
+};
+
+/// The eight 6-bit scales and eight mins of a Q4_K/Q5_K block (12 packed bytes at `p`),
+/// as 16 i16 lanes: scales in lanes 0..8, mins in 8..16 (ggml's `utmp` unpacking).
+///
+/// # Safety
+///
+/// `p` points to 12 readable bytes; AVX2 present.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn scales_mins_k4(p: *const u8) -> __m256i {
+    const KMASK1: u32 = 0x3f3f3f3f;
+    const KMASK2: u32 = 0x0f0f0f0f;
+    const KMASK3: u32 = 0x03030303;
+    // SAFETY: 12 readable bytes.
+    let mut u: [u32; 4] = unsafe {
+        [
+            std::ptr::read_unaligned(p as *const u32),
+            std::ptr::read_unaligned(p.add(4) as *const u32),
+            std::ptr::read_unaligned(p.add(8) as *const u32),
+            0,
+        ]
+    };
+    u[3] = ((u[2] >> 4) & KMASK2) | (((u[1] >> 6) & KMASK3) << 4);
+    let uaux = u[1] & KMASK1;
+    u[1] = (u[2] & KMASK2) | (((u[0] >> 6) & KMASK3) << 4);
+    u[2] = uaux;
+    u[0] &= KMASK1;
+    _mm256_cvtepu8_epi16(_mm_set_epi32(u[3] as i32, u[2] as i32, u[1] as i32, u[0] as i32))
+}
+
+/// The shared Q4_K/Q5_K block body: `$unpack` (for `$j` in 0..4) gives the unsigned quants of the
+/// 32-value sub-blocks `2j` and `2j + 1` (j in 0..4).
+macro_rules! k4_block {
+    ($wp:ident, $a:ident, $acc:ident, $accm:ident, |$j:ident| $unpack:block) => {{
+        // SAFETY (whole block): the caller's block pointers are readable.
+        unsafe {
+            let d = fp16($wp);
+            let dmin = fp16($wp.add(2));
+            let sm = scales_mins_k4($wp.add(4));
+            let sc128 = _mm256_castsi256_si128(sm);
+            let mins = _mm256_extracti128_si256(sm, 1);
+            let scales = _mm256_set_m128i(sc128, sc128);
+            let mut sumi = [_mm256_setzero_si256(); R];
+            for r in 0..R {
+                let bs = $a[r].add(Q8K_BSUMS);
+                let lo = _mm_loadu_si128(bs as *const __m128i);
+                let hi = _mm_loadu_si128(bs.add(16) as *const __m128i);
+                let prod = _mm_madd_epi16(mins, _mm_hadd_epi16(lo, hi));
+                let da = std::ptr::read_unaligned($a[r] as *const f32);
+                $accm[r] = _mm_fmadd_ps(_mm_set1_ps(-da * dmin), _mm_cvtepi32_ps(prod), $accm[r]);
+            }
+            for $j in 0..4 {
+                let scale_l = _mm256_shuffle_epi8(scales, _mm256_loadu_si256(SHUFFLE_K4[2 * $j].as_ptr() as *const __m256i));
+                let scale_h =
+                    _mm256_shuffle_epi8(scales, _mm256_loadu_si256(SHUFFLE_K4[2 * $j + 1].as_ptr() as *const __m256i));
+                let (ql, qh) = $unpack;
+                for r in 0..R {
+                    let q8 = $a[r].add(Q8K_QS + 64 * $j);
+                    let q8l = _mm256_loadu_si256(q8 as *const __m256i);
+                    let q8h = _mm256_loadu_si256(q8.add(32) as *const __m256i);
+                    let pl = _mm256_madd_epi16(scale_l, _mm256_maddubs_epi16(ql, q8l));
+                    let ph = _mm256_madd_epi16(scale_h, _mm256_maddubs_epi16(qh, q8h));
+                    sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(pl, ph));
+                }
+            }
+            for r in 0..R {
+                let da = std::ptr::read_unaligned($a[r] as *const f32);
+                $acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * da), _mm256_cvtepi32_ps(sumi[r]), $acc[r]);
+            }
+        }
+    }};
+}
+
+/// Walks the `nb` super-blocks of a K-quant row of `$wb`-byte blocks.
+macro_rules! super_block_loop {
+    ($nb:expr, $w:expr, $acts:expr, $wb:expr, |$wp:ident, $a:ident| $body:block) => {{
+        // SAFETY: the caller guarantees `R` activation rows.
+        let mut $a: [*const u8; R] = unsafe { rows::<R>($acts) };
+        for blk in 0..$nb {
+            // SAFETY: block `blk < nb` of the weight row.
+            let $wp = unsafe { $w.add(blk * $wb) };
+            $body
+            for p in $a.iter_mut() {
+                // SAFETY: within (or one past) each activation row of `nb` blocks.
+                *p = unsafe { p.add(Q8K_BYTES) };
+            }
+        }
+    }};
+}
+
+/// # Safety
+///
+/// See [`DotFn`]; `acts.len() >= R`, `out.len() >= R`.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn dot_q4_k<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], out: &mut [f32]) {
+    let mut acc = [_mm256_setzero_ps(); R];
+    let mut accm = [_mm_setzero_ps(); R];
+    let m4 = _mm256_set1_epi8(0x0F);
+    super_block_loop!(nb, w, acts, 144, |wp, a| {
+        k4_block!(wp, a, acc, accm, |j| {
+            let bits = _mm256_loadu_si256(wp.add(16 + 32 * j) as *const __m256i);
+            (_mm256_and_si256(bits, m4), _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4))
+        });
+    });
+    for r in 0..R {
+        let m = _mm_add_ps(accm[r], _mm_movehl_ps(accm[r], accm[r]));
+        let m = _mm_add_ss(m, _mm_movehdup_ps(m));
+        out[r] = hsum(acc[r]) + _mm_cvtss_f32(m);
+    }
+}
+
+/// # Safety
+///
+/// See [`DotFn`]; `acts.len() >= R`, `out.len() >= R`.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn dot_q5_k<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], out: &mut [f32]) {
+    let mut acc = [_mm256_setzero_ps(); R];
+    let mut accm = [_mm_setzero_ps(); R];
+    let m4 = _mm256_set1_epi8(0x0F);
+    let m1 = _mm256_set1_epi8(1);
+    super_block_loop!(nb, w, acts, 176, |wp, a| {
+        let hbits = unsafe { _mm256_loadu_si256(wp.add(16) as *const __m256i) };
+        k4_block!(wp, a, acc, accm, |j| {
+            let bits = _mm256_loadu_si256(wp.add(48 + 32 * j) as *const __m256i);
+            let shift_l = _mm_cvtsi32_si128(2 * j as i32);
+            let shift_h = _mm_cvtsi32_si128(2 * j as i32 + 1);
+            let hl = _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hbits, shift_l), m1), 4);
+            let hh = _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hbits, shift_h), m1), 4);
+            (
+                _mm256_add_epi8(_mm256_and_si256(bits, m4), hl),
+                _mm256_add_epi8(_mm256_and_si256(_mm256_srli_epi16(bits, 4), m4), hh),
+            )
+        });
+    });
+    for r in 0..R {
+        let m = _mm_add_ps(accm[r], _mm_movehl_ps(accm[r], accm[r]));
+        let m = _mm_add_ss(m, _mm_movehdup_ps(m));
+        out[r] = hsum(acc[r]) + _mm_cvtss_f32(m);
+    }
+}
+
+/// # Safety
+///
+/// See [`DotFn`]; `acts.len() >= R`, `out.len() >= R`.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn dot_q6_k<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], out: &mut [f32]) {
+    let mut acc = [_mm256_setzero_ps(); R];
+    let m4 = _mm256_set1_epi8(0x0F);
+    let m2 = _mm256_set1_epi8(3);
+    let m32s = _mm256_set1_epi8(32);
+    super_block_loop!(nb, w, acts, 210, |wp, a| {
+        // SAFETY: a readable 210-byte Q6_K block at `wp`; Q8_K blocks at `a`.
+        unsafe {
+            let d = fp16(wp.add(208));
+            let scales = _mm_loadu_si128(wp.add(192) as *const __m128i);
+            let mut sumi = [_mm256_setzero_si256(); R];
+            for half in 0..2 {
+                let ql = wp.add(64 * half);
+                let qh = wp.add(128 + 32 * half);
+                let sc = |i: usize| {
+                    let s = _mm_shuffle_epi8(scales, _mm_loadu_si128(SHUFFLE_6K[4 * half + i].as_ptr() as *const __m128i));
+                    _mm256_cvtepi8_epi16(s)
+                };
+                let (s0, s1, s2, s3) = (sc(0), sc(1), sc(2), sc(3));
+                let b1 = _mm256_loadu_si256(ql as *const __m256i);
+                let b2 = _mm256_loadu_si256(ql.add(32) as *const __m256i);
+                let bh = _mm256_loadu_si256(qh as *const __m256i);
+                let h0 = _mm256_slli_epi16(_mm256_and_si256(bh, m2), 4);
+                let h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 2), m2), 4);
+                let h2 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 4), m2), 4);
+                let h3 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 6), m2), 4);
+                let q0 = _mm256_or_si256(_mm256_and_si256(b1, m4), h0);
+                let q1 = _mm256_or_si256(_mm256_and_si256(b2, m4), h1);
+                let q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b1, 4), m4), h2);
+                let q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m4), h3);
+                for r in 0..R {
+                    let q8 = a[r].add(Q8K_QS + 128 * half);
+                    let part = |q: __m256i, s: __m256i, o: usize| {
+                        let y = _mm256_loadu_si256(q8.add(o) as *const __m256i);
+                        let p = _mm256_sub_epi16(_mm256_maddubs_epi16(q, y), _mm256_maddubs_epi16(m32s, y));
+                        _mm256_madd_epi16(s, p)
+                    };
+                    let p01 = _mm256_add_epi32(part(q0, s0, 0), part(q1, s1, 32));
+                    let p23 = _mm256_add_epi32(part(q2, s2, 64), part(q3, s3, 96));
+                    sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(p01, p23));
+                }
+            }
+            for r in 0..R {
+                let da = std::ptr::read_unaligned(a[r] as *const f32);
+                acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * da), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+            }
+        }
+    });
+    for r in 0..R {
+        out[r] = hsum(acc[r]);
+    }
+}

@@ -1,0 +1,175 @@
+//! AVX2 dot products for the 32-value formats: Q4_0, Q5_0, Q8_0 against Q8_0 activations
+//! and Q4_1, Q5_1 against Q8_1.
+//!
+//! Block layouts (bytes): Q4_0 `d:f16 qs[16]` (18), Q4_1 `d m qs[16]` (20), Q5_0
+//! `d qh[4] qs[16]` (22), Q5_1 `d m qh[4] qs[16]` (24), Q8_0 `d qs[32]` (34), Q8_1
+//! `d s qs[32]` (36).
+
+use std::arch::x86_64::*;
+
+use super::{bits32, dot_u8_i8, fp16, hsum, nibbles32, rows, rows_dispatch};
+use crate::quantized::kernels::DotFn;
+
+/// Q4_0 × Q8_0.
+pub(super) const DOT_Q4_0: DotFn = rows_dispatch!(dot_q4_0);
+/// Q4_1 × Q8_1.
+pub(super) const DOT_Q4_1: DotFn = rows_dispatch!(dot_q4_1);
+/// Q5_0 × Q8_0.
+pub(super) const DOT_Q5_0: DotFn = rows_dispatch!(dot_q5_0);
+/// Q5_1 × Q8_1.
+pub(super) const DOT_Q5_1: DotFn = rows_dispatch!(dot_q5_1);
+/// Q8_0 × Q8_0.
+pub(super) const DOT_Q8_0: DotFn = rows_dispatch!(dot_q8_0);
+
+/// Signed weights `qx` (−127..=127) against Q8_0 activation rows: the shared inner step.
+///
+/// # Safety
+///
+/// Each `a[r]` points to a readable Q8_0 block; AVX2, FMA, F16C present.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn signed_step<const R: usize>(qx: __m256i, dw: f32, a: &[*const u8; R], acc: &mut [__m256; R]) {
+    let ax = _mm256_sign_epi8(qx, qx);
+    for r in 0..R {
+        // SAFETY: a readable 34-byte Q8_0 block at `a[r]`.
+        let (da, qy) = unsafe { (fp16(a[r]), _mm256_loadu_si256(a[r].add(2) as *const __m256i)) };
+        let p = dot_u8_i8(ax, _mm256_sign_epi8(qy, qx));
+        acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * da), p, acc[r]);
+    }
+}
+
+/// Unsigned weights `qx` with a min `m` against Q8_1 activation rows.
+///
+/// # Safety
+///
+/// Each `a[r]` points to a readable Q8_1 block; AVX2, FMA, F16C present.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn unsigned_step<const R: usize>(
+    qx: __m256i,
+    dw: f32,
+    m: f32,
+    a: &[*const u8; R],
+    acc: &mut [__m256; R],
+    mins: &mut [f32; R],
+) {
+    for r in 0..R {
+        // SAFETY: a readable 36-byte Q8_1 block at `a[r]`.
+        let (da, sa, qy) = unsafe { (fp16(a[r]), fp16(a[r].add(2)), _mm256_loadu_si256(a[r].add(4) as *const __m256i)) };
+        acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * da), dot_u8_i8(qx, qy), acc[r]);
+        mins[r] += m * sa;
+    }
+}
+
+/// Runs `$step` over the blocks of a 32-value format with weight block size `$wb` and
+/// activation block size `$ab`.
+macro_rules! block_loop {
+    ($nb:expr, $w:expr, $acts:expr, $wb:expr, $ab:expr, |$wp:ident, $a:ident| $body:block) => {{
+        // SAFETY: the caller guarantees `R` activation rows.
+        let mut $a: [*const u8; R] = unsafe { rows::<R>($acts) };
+        for blk in 0..$nb {
+            // SAFETY: block `blk < nb` of the weight row.
+            let $wp = unsafe { $w.add(blk * $wb) };
+            $body
+            for p in $a.iter_mut() {
+                // SAFETY: stays within (or one past) each activation row of `nb` blocks.
+                *p = unsafe { p.add($ab) };
+            }
+        }
+    }};
+}
+
+/// # Safety
+///
+/// See [`DotFn`]; `acts.len() >= R`, `out.len() >= R`.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn dot_q4_0<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], out: &mut [f32]) {
+    let mut acc = [_mm256_setzero_ps(); R];
+    block_loop!(nb, w, acts, 18, 34, |wp, a| {
+        // SAFETY: an 18-byte Q4_0 block at `wp`; Q8_0 blocks at `a`.
+        unsafe {
+            let qx = _mm256_sub_epi8(nibbles32(wp.add(2)), _mm256_set1_epi8(8));
+            signed_step(qx, fp16(wp), &a, &mut acc);
+        }
+    });
+    for r in 0..R {
+        out[r] = hsum(acc[r]);
+    }
+}
+
+/// # Safety
+///
+/// See [`DotFn`]; `acts.len() >= R`, `out.len() >= R`.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn dot_q5_0<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], out: &mut [f32]) {
+    let mut acc = [_mm256_setzero_ps(); R];
+    block_loop!(nb, w, acts, 22, 34, |wp, a| {
+        // SAFETY: a 22-byte Q5_0 block at `wp`; Q8_0 blocks at `a`.
+        unsafe {
+            // level = nibble | (bit << 4) − 16: OR 0xF0 (−16 as i8) where the bit is clear.
+            let hi = _mm256_andnot_si256(bits32(wp.add(2)), _mm256_set1_epi8(0xF0u8 as i8));
+            let qx = _mm256_or_si256(nibbles32(wp.add(6)), hi);
+            signed_step(qx, fp16(wp), &a, &mut acc);
+        }
+    });
+    for r in 0..R {
+        out[r] = hsum(acc[r]);
+    }
+}
+
+/// # Safety
+///
+/// See [`DotFn`]; `acts.len() >= R`, `out.len() >= R`.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn dot_q8_0<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], out: &mut [f32]) {
+    let mut acc = [_mm256_setzero_ps(); R];
+    block_loop!(nb, w, acts, 34, 34, |wp, a| {
+        // SAFETY: a 34-byte Q8_0 block at `wp`; Q8_0 blocks at `a`.
+        unsafe {
+            let qx = _mm256_loadu_si256(wp.add(2) as *const __m256i);
+            signed_step(qx, fp16(wp), &a, &mut acc);
+        }
+    });
+    for r in 0..R {
+        out[r] = hsum(acc[r]);
+    }
+}
+
+/// # Safety
+///
+/// See [`DotFn`]; `acts.len() >= R`, `out.len() >= R`.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn dot_q4_1<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], out: &mut [f32]) {
+    let mut acc = [_mm256_setzero_ps(); R];
+    let mut mins = [0f32; R];
+    block_loop!(nb, w, acts, 20, 36, |wp, a| {
+        // SAFETY: a 20-byte Q4_1 block at `wp`; Q8_1 blocks at `a`.
+        unsafe {
+            let qx = nibbles32(wp.add(4));
+            unsigned_step(qx, fp16(wp), fp16(wp.add(2)), &a, &mut acc, &mut mins);
+        }
+    });
+    for r in 0..R {
+        out[r] = hsum(acc[r]) + mins[r];
+    }
+}
+
+/// # Safety
+///
+/// See [`DotFn`]; `acts.len() >= R`, `out.len() >= R`.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn dot_q5_1<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], out: &mut [f32]) {
+    let mut acc = [_mm256_setzero_ps(); R];
+    let mut mins = [0f32; R];
+    block_loop!(nb, w, acts, 24, 36, |wp, a| {
+        // SAFETY: a 24-byte Q5_1 block at `wp`; Q8_1 blocks at `a`.
+        unsafe {
+            let hi = _mm256_and_si256(bits32(wp.add(4)), _mm256_set1_epi8(0x10));
+            let qx = _mm256_or_si256(nibbles32(wp.add(8)), hi);
+            unsigned_step(qx, fp16(wp), fp16(wp.add(2)), &a, &mut acc, &mut mins);
+        }
+    });
+    for r in 0..R {
+        out[r] = hsum(acc[r]) + mins[r];
+    }
+}

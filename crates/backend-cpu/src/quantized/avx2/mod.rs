@@ -1,0 +1,134 @@
+//! AVX2 (+FMA, F16C) quantized dot products, after ggml's AVX2 kernels: weights unpacked
+//! to bytes, `maddubs` (u8 × i8 pairs → i16) and `madd` (→ i32) for the integer sums,
+//! one f32 FMA per block (per 32 values for the legacy formats, per 256 for K-quants).
+//!
+//! Each kernel takes up to four activation rows: the weight block is unpacked once and
+//! dotted with every row (the prefill tile); with one row it is the decode GEMV.
+
+mod kquants;
+mod legacy;
+
+use std::arch::x86_64::*;
+
+use tempra_tensor::DType;
+
+use super::kernels::QuantKernels;
+
+/// Whether this CPU runs the kernels here.
+pub(crate) fn detected() -> bool {
+    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c")
+}
+
+/// `base` with the AVX2 kernels in place of its entries.
+pub(crate) fn table(base: QuantKernels) -> QuantKernels {
+    QuantKernels::patched(
+        base,
+        "avx2",
+        base.quantize,
+        &[
+            (DType::Q4_0, legacy::DOT_Q4_0),
+            (DType::Q4_1, legacy::DOT_Q4_1),
+            (DType::Q5_0, legacy::DOT_Q5_0),
+            (DType::Q5_1, legacy::DOT_Q5_1),
+            (DType::Q8_0, legacy::DOT_Q8_0),
+            (DType::Q4K, kquants::DOT_Q4_K),
+            (DType::Q5K, kquants::DOT_Q5_K),
+            (DType::Q6K, kquants::DOT_Q6_K),
+        ],
+    )
+}
+
+/// Wraps `$f::<R>` (R = 1..=4 activation rows) into one `DotFn`.
+macro_rules! rows_dispatch {
+    ($f:ident) => {{
+        /// # Safety
+        ///
+        /// See `DotFn`; AVX2, FMA and F16C present.
+        unsafe fn entry(nb: usize, w: *const u8, acts: &[*const u8], out: &mut [f32]) {
+            // SAFETY: forwarded contract; `R` equals `acts.len()` (1..=4).
+            unsafe {
+                match acts.len() {
+                    1 => $f::<1>(nb, w, acts, out),
+                    2 => $f::<2>(nb, w, acts, out),
+                    3 => $f::<3>(nb, w, acts, out),
+                    _ => $f::<4>(nb, w, acts, out),
+                }
+            }
+        }
+        entry as DotFn
+    }};
+}
+pub(crate) use rows_dispatch;
+
+/// An f16 at `p` (any alignment) as f32.
+///
+/// # Safety
+///
+/// `p` points to 2 readable bytes; F16C present.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn fp16(p: *const u8) -> f32 {
+    // SAFETY: 2 readable bytes at `p`.
+    let bits = unsafe { std::ptr::read_unaligned(p as *const u16) };
+    _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32)))
+}
+
+/// 16 bytes at `p` split into 32 nibbles: lanes 0..16 the low nibbles, 16..32 the high.
+///
+/// # Safety
+///
+/// `p` points to 16 readable bytes.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn nibbles32(p: *const u8) -> __m256i {
+    // SAFETY: 16 readable bytes.
+    let lo = unsafe { _mm_loadu_si128(p as *const __m128i) };
+    let both = _mm256_set_m128i(_mm_srli_epi16(lo, 4), lo);
+    _mm256_and_si256(both, _mm256_set1_epi8(0x0F))
+}
+
+/// 32 bits at `p` spread to 32 bytes: 0xFF where the bit is set, else 0.
+///
+/// # Safety
+///
+/// `p` points to 4 readable bytes.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn bits32(p: *const u8) -> __m256i {
+    // SAFETY: 4 readable bytes.
+    let x = unsafe { std::ptr::read_unaligned(p as *const u32) } as i32;
+    let shuffle = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+    let bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(x), shuffle);
+    let bytes = _mm256_or_si256(bytes, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
+    _mm256_cmpeq_epi8(bytes, _mm256_set1_epi64x(-1))
+}
+
+/// Σ pairs of `ux` (unsigned bytes) × `sy` (signed bytes), as 8 f32 sums of 4 products.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn dot_u8_i8(ux: __m256i, sy: __m256i) -> __m256 {
+    let pairs = _mm256_maddubs_epi16(ux, sy);
+    _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)))
+}
+
+/// The sum of the 8 lanes.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn hsum(v: __m256) -> f32 {
+    let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    let s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    _mm_cvtss_f32(s)
+}
+
+/// The activation row pointers as an array.
+///
+/// # Safety
+///
+/// `acts.len() >= R`.
+#[inline(always)]
+pub(super) unsafe fn rows<const R: usize>(acts: &[*const u8]) -> [*const u8; R] {
+    debug_assert!(acts.len() >= R);
+    // SAFETY: the caller guarantees `R` entries.
+    std::array::from_fn(|r| unsafe { *acts.get_unchecked(r) })
+}

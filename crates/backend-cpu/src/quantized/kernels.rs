@@ -1,0 +1,114 @@
+//! The table of quantized kernels for one ISA: the activation quantizer and one dot
+//! product per weight format.
+
+use tempra_tensor::quant::{self, QuantDot};
+use tempra_tensor::{DType, Result};
+
+/// `out[r] = Σ_blocks w · act[r]` for a weight row of `nb` blocks at `w` and
+/// `acts.len()` (1..=4) activation rows of the partner format.
+///
+/// Safety contract of every `DotFn`: the CPU has the features the table was built for;
+/// `w` points to `nb` readable weight blocks and each `acts[r]` to `nb` readable
+/// activation blocks (any alignment); `out.len() == acts.len()`.
+pub(crate) type DotFn = unsafe fn(usize, *const u8, &[*const u8], &mut [f32]);
+
+/// Quantizes one f32 row into blocks of the given activation dtype.
+pub(crate) type QuantizeFn = fn(DType, &[f32], &mut [u8]) -> Result<()>;
+
+/// Kernels for one ISA.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct QuantKernels {
+    /// Name for benchmarks and test messages.
+    pub(crate) name: &'static str,
+    /// The activation quantizer.
+    pub(crate) quantize: QuantizeFn,
+    dots: [Option<DotFn>; 10],
+}
+
+/// The weight formats, in table order.
+const FORMATS: [DType; 10] = [
+    DType::Q4_0,
+    DType::Q4_1,
+    DType::Q5_0,
+    DType::Q5_1,
+    DType::Q8_0,
+    DType::Q2K,
+    DType::Q3K,
+    DType::Q4K,
+    DType::Q5K,
+    DType::Q6K,
+];
+
+impl QuantKernels {
+    /// The dot product for weights of `dtype`, if it is a weight format.
+    pub(crate) fn dot(&self, dtype: DType) -> Option<DotFn> {
+        FORMATS.iter().position(|&d| d == dtype).and_then(|i| self.dots[i])
+    }
+
+    /// This table with `dtype`'s dot product replaced.
+    const fn with(mut self, dtype_index: usize, dot: DotFn) -> Self {
+        self.dots[dtype_index] = Some(dot);
+        self
+    }
+}
+
+/// The reference dot product ([`quant::vec_dot`]) over raw pointers.
+///
+/// # Safety
+///
+/// See [`DotFn`].
+unsafe fn scalar_dot<W: QuantDot>(nb: usize, w: *const u8, acts: &[*const u8], out: &mut [f32]) {
+    // SAFETY: the caller guarantees `nb` weight blocks at `w`.
+    let w = unsafe { std::slice::from_raw_parts(w, nb * size_of::<W>()) };
+    for (&a, o) in acts.iter().zip(out) {
+        // SAFETY: the caller guarantees `nb` activation blocks at `a`.
+        let a = unsafe { std::slice::from_raw_parts(a, nb * size_of::<W::Activation>()) };
+        // The lengths match by construction, so the reference cannot fail.
+        *o = quant::vec_dot(W::DTYPE, w, a).unwrap_or(f32::NAN);
+    }
+}
+
+/// The portable table: ggml's scalar algorithms from `tempra_tensor::quant`.
+pub(crate) const SCALAR: QuantKernels = QuantKernels {
+    name: "scalar",
+    quantize: quant::quantize_row,
+    dots: [
+        Some(scalar_dot::<quant::BlockQ4_0>),
+        Some(scalar_dot::<quant::BlockQ4_1>),
+        Some(scalar_dot::<quant::BlockQ5_0>),
+        Some(scalar_dot::<quant::BlockQ5_1>),
+        Some(scalar_dot::<quant::BlockQ8_0>),
+        Some(scalar_dot::<quant::BlockQ2K>),
+        Some(scalar_dot::<quant::BlockQ3K>),
+        Some(scalar_dot::<quant::BlockQ4K>),
+        Some(scalar_dot::<quant::BlockQ5K>),
+        Some(scalar_dot::<quant::BlockQ6K>),
+    ],
+};
+
+/// The AVX2 (+FMA, F16C) table if this CPU has those features.
+pub(crate) fn avx2_kernels() -> Option<QuantKernels> {
+    #[cfg(target_arch = "x86_64")]
+    if super::avx2::detected() {
+        return Some(super::avx2::table(SCALAR));
+    }
+    None
+}
+
+/// The fastest table this CPU runs.
+pub(crate) fn best_kernels() -> QuantKernels {
+    avx2_kernels().unwrap_or(SCALAR)
+}
+
+impl QuantKernels {
+    /// `base` with the entries for the given formats replaced (used by ISA modules).
+    pub(crate) fn patched(base: QuantKernels, name: &'static str, quantize: QuantizeFn, dots: &[(DType, DotFn)]) -> Self {
+        let mut table = QuantKernels { name, quantize, ..base };
+        for &(dtype, dot) in dots {
+            if let Some(i) = FORMATS.iter().position(|&d| d == dtype) {
+                table = table.with(i, dot);
+            }
+        }
+        table
+    }
+}

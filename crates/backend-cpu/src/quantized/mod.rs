@@ -1,0 +1,171 @@
+//! `linear` with block-quantized weights (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K):
+//! activations quantized once per row to the weight format's partner (Q8_0, Q8_1 or
+//! Q8_K, see [`tempra_tensor::quant::vec_dot_dtype`]), then integer dot products.
+//!
+//! - One row (decode, GEMV): the row is quantized once and shared; tasks split the
+//!   weight rows, so the weights are read exactly once, in order.
+//! - Many rows (prefill, GEMM): every row is quantized once; tasks split the weight rows;
+//!   within a task, blocks of weight rows meet blocks of activation rows that fit in L2,
+//!   and each weight row is unpacked once per group of [`ROWS_PER_DOT`] activation rows.
+//!
+//! Scratch: one pool lease per call holding the quantized activation rows
+//! (`rows × K / block_len` activation blocks) plus, for a strided input, one row of K
+//! f32s to gather it into before quantizing.
+
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+mod kernels;
+
+use tempra_tensor::quant::vec_dot_dtype;
+use tempra_tensor::{Result, Tensor, TensorError};
+
+pub(crate) use kernels::{QuantKernels, best_kernels};
+
+use crate::gemm::Gemm;
+
+/// Activation rows one dot-product call reads against one weight row (the GEMM tile).
+pub(crate) const ROWS_PER_DOT: usize = 4;
+
+/// Weight rows a task handles per sweep over an activation block.
+const WEIGHT_ROWS_PER_BLOCK: usize = 32;
+
+/// Activation bytes kept hot (in L2) while a block of weight rows sweeps over them.
+const ACT_BLOCK_BYTES: usize = 192 * 1024;
+
+/// Minimum weight bytes per task when splitting over threads.
+const MIN_TASK_BYTES: usize = 64 * 1024;
+
+/// A pointer to the output rows, shared by the tasks of one call.
+#[derive(Clone, Copy)]
+struct OutRows(*mut f32);
+// SAFETY: tasks write disjoint output columns (weight rows) of the output, and the call
+// returns only after every task has finished.
+unsafe impl Send for OutRows {}
+// SAFETY: as above.
+unsafe impl Sync for OutRows {}
+
+impl OutRows {
+    /// The pointer (a method, so closures capture the whole `Sync` wrapper).
+    fn ptr(&self) -> *mut f32 {
+        self.0
+    }
+}
+
+/// `out [.., N] = x [.., K] · wᵀ (+ bias)` for block-quantized `w [N, K]` and F32 `x`.
+pub(crate) fn linear(
+    g: &Gemm<'_>,
+    kernels: &QuantKernels,
+    x: &Tensor,
+    w: &Tensor,
+    bias: Option<&Tensor>,
+    out: &mut Tensor,
+) -> Result<()> {
+    const OP: &str = "linear";
+    let wd = w.dtype();
+    let act = vec_dot_dtype(wd);
+    let dot = kernels.dot(wd).ok_or(TensorError::DType { op: OP, dtype: wd, what: "a weight block format" })?;
+    let (n, k) = (w.dims()[0], w.dims()[1]);
+    let blocks = k / wd.block_len();
+    let (w_bytes_per_block, a_bytes_per_block) = (wd.block_bytes(), act.block_bytes());
+    let w_row_stride = w.layout().strides()[0] * w_bytes_per_block;
+    let w_bytes = &w.storage().host_bytes()?[w.layout().offset() * w_bytes_per_block..];
+    let x_rank = x.rank();
+    let rows = x.elem_count() / k.max(1);
+    let out_offset = out.layout().offset();
+    let out_slice = &mut out.host_slice_mut::<f32>()?[out_offset..out_offset + rows * n];
+    if rows == 0 || n == 0 {
+        return Ok(());
+    }
+    if k == 0 {
+        out_slice.fill(0.0);
+        return add_bias(bias, out_slice, n);
+    }
+    // Quantize every activation row once into the scratch lease.
+    let act_row_bytes = blocks * a_bytes_per_block;
+    let x_step = x.layout().strides()[x_rank - 1];
+    let gather = if x_step == 1 { 0 } else { k * size_of::<f32>() };
+    let mut lease = g
+        .pool
+        .acquire(rows * act_row_bytes + gather)
+        .map_err(|source| TensorError::Pool { op: OP, source })?;
+    let (acts, gather_buf) = lease.as_bytes_mut().split_at_mut(rows * act_row_bytes);
+    let xs = x.host_slice::<f32>()?;
+    let lead = &x.dims()[..x_rank - 1];
+    let lead_strides = &x.layout().strides()[..x_rank - 1];
+    for (r, act_row) in acts.chunks_exact_mut(act_row_bytes).enumerate() {
+        let start = x.layout().offset() + crate::matmul::batch_offset(r, lead, lead_strides);
+        if x_step == 1 {
+            (kernels.quantize)(act, &xs[start..start + k], act_row)?;
+        } else {
+            let buf: &mut [f32] = bytemuck::cast_slice_mut(&mut gather_buf[..k * size_of::<f32>()]);
+            for (e, v) in buf.iter_mut().enumerate() {
+                *v = xs[start + e * x_step];
+            }
+            (kernels.quantize)(act, buf, act_row)?;
+        }
+    }
+    let acts: &[u8] = acts;
+    let out_ptr = OutRows(out_slice.as_mut_ptr());
+    let w_row_bytes = blocks * w_bytes_per_block;
+    // Every weight row must lie inside the storage: the kernels read raw pointers.
+    if (n - 1) * w_row_stride + w_row_bytes > w_bytes.len() {
+        return Err(TensorError::Argument { op: OP, name: "w", reason: "rows run past the storage".into() });
+    }
+    let act_rows_per_block = (ACT_BLOCK_BYTES / act_row_bytes).max(ROWS_PER_DOT) / ROWS_PER_DOT * ROWS_PER_DOT;
+    let task = |wrows: std::ops::Range<usize>| {
+        let mut dots = [0f32; ROWS_PER_DOT];
+        for r0 in (0..rows).step_by(act_rows_per_block) {
+            let r1 = (r0 + act_rows_per_block).min(rows);
+            for j0 in (wrows.start..wrows.end).step_by(WEIGHT_ROWS_PER_BLOCK) {
+                for j in j0..(j0 + WEIGHT_ROWS_PER_BLOCK).min(wrows.end) {
+                    let w_row = &w_bytes[j * w_row_stride..j * w_row_stride + w_row_bytes];
+                    for t in (r0..r1).step_by(ROWS_PER_DOT) {
+                        let count = (r1 - t).min(ROWS_PER_DOT);
+                        let mut ptrs = [std::ptr::null::<u8>(); ROWS_PER_DOT];
+                        for (i, p) in ptrs[..count].iter_mut().enumerate() {
+                            *p = acts[(t + i) * act_row_bytes..(t + i + 1) * act_row_bytes].as_ptr();
+                        }
+                        // SAFETY: `dot` was chosen for this CPU's features; `w_row` holds
+                        // `blocks` weight blocks and each pointer `blocks` activation
+                        // blocks of the partner format (checked slices above).
+                        unsafe { dot(blocks, w_row.as_ptr(), &ptrs[..count], &mut dots[..count]) };
+                        for (i, &v) in dots[..count].iter().enumerate() {
+                            // SAFETY: element (t + i, j) of the `rows × n` output; column
+                            // `j` belongs to this task alone.
+                            unsafe { *out_ptr.ptr().add((t + i) * n + j) = v };
+                        }
+                    }
+                }
+            }
+        }
+    };
+    let threads = g.par.threads();
+    let min_rows = MIN_TASK_BYTES.div_ceil(w_row_bytes * rows.min(8)).max(1);
+    if threads > 1 && n >= 2 * min_rows {
+        g.par.parallel_for(n, min_rows, &task);
+    } else {
+        task(0..n);
+    }
+    drop(lease);
+    add_bias(bias, out_slice, n)
+}
+
+/// Adds `bias [N]` (F32, any stride) to every `n`-wide row of `out`.
+pub(crate) fn add_bias(bias: Option<&Tensor>, out: &mut [f32], n: usize) -> Result<()> {
+    let Some(bias) = bias else { return Ok(()) };
+    let values = bias.host_slice::<f32>()?;
+    let (offset, stride) = (bias.layout().offset(), bias.layout().strides()[0]);
+    if stride == 1 {
+        let b = &values[offset..offset + n];
+        for row in out.chunks_exact_mut(n) {
+            row.iter_mut().zip(b).for_each(|(o, &v)| *o += v);
+        }
+    } else {
+        for row in out.chunks_exact_mut(n) {
+            for (j, o) in row.iter_mut().enumerate() {
+                *o += values[offset + j * stride];
+            }
+        }
+    }
+    Ok(())
+}

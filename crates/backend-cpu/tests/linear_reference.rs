@@ -1,0 +1,122 @@
+//! `linear` on the CPU backend against the ReferenceBackend (the spec) for every weight
+//! format: float weights (F32, F16, BF16) through the GEMV/GEMM, block-quantized
+//! weights through the integer dot products.
+//!
+//! Budgets (normalized MSE against the reference, which multiplies the dequantized
+//! weights by the f32 inputs in f64):
+//! - float weights: 1e-9, f32 accumulation only (see `matmul_reference.rs`);
+//! - quantized weights: 5e-4, ggml's `test-backend-ops` budget for MUL_MAT. The CPU path
+//!   quantizes the input rows to Q8_0/Q8_1 (32-value blocks, scale amax/127) or Q8_K
+//!   (256-value blocks); the rounding error of Gaussian inputs is then ≈ 2e-5 (Q8_0) to
+//!   ≈ 5e-5 (Q8_K) of their energy, and the outputs inherit that ratio, so the budget
+//!   leaves a 10× margin while still catching any wrong block, scale or nibble (those
+//!   give errors of order 1).
+
+mod products;
+
+use products::{cpu_contexts, float_tensor, nmse, normal, quantized_tensor};
+use tempra_tensor::{DType, ExecContext, Tensor};
+
+const FLOAT_BUDGET: f64 = 1e-9;
+const QUANT_BUDGET: f64 = 5e-4;
+
+const QUANT_FORMATS: [DType; 10] = [
+    DType::Q4_0,
+    DType::Q4_1,
+    DType::Q5_0,
+    DType::Q5_1,
+    DType::Q8_0,
+    DType::Q2K,
+    DType::Q3K,
+    DType::Q4K,
+    DType::Q5K,
+    DType::Q6K,
+];
+
+fn check(label: &str, x: &Tensor, w: &Tensor, bias: Option<&Tensor>, budget: f64) {
+    let want = ExecContext::reference().linear(x, w, bias).unwrap();
+    for (name, ctx) in cpu_contexts() {
+        let got = ctx.linear(x, w, bias).unwrap();
+        assert_eq!(got.dims(), want.dims(), "{label} on {name}");
+        let e = nmse(&got.to_vec_f32().unwrap(), &want.to_vec_f32().unwrap());
+        assert!(e <= budget, "{label} on {name}: nmse {e:e} > {budget:e}");
+    }
+}
+
+#[test]
+fn float_weights_odd_shapes() {
+    for dtype in [DType::F32, DType::F16, DType::BF16] {
+        for (i, &(m, n, k)) in [(1, 17, 33), (1, 257, 255), (3, 33, 17), (17, 3, 257), (70, 33, 300)].iter().enumerate() {
+            let x = float_tensor(&normal(m * k, i as u64), &[m, k], DType::F32);
+            let w = float_tensor(&normal(n * k, 50 + i as u64), &[n, k], dtype);
+            check(&format!("{dtype} {m}x{n}x{k}"), &x, &w, None, FLOAT_BUDGET);
+        }
+    }
+}
+
+#[test]
+fn float_weights_with_bias_batches_and_views() {
+    let (n, k) = (33, 40);
+    let w = float_tensor(&normal(n * k, 1), &[n, k], DType::F32);
+    let bias = float_tensor(&normal(n, 2), &[n], DType::F32);
+    let x = float_tensor(&normal(2 * 5 * k, 3), &[2, 5, k], DType::F32);
+    check("batched + bias", &x, &w, Some(&bias), FLOAT_BUDGET);
+    // A transposed input (strided rows) and a single strided row.
+    let xt = float_tensor(&normal(7 * k, 4), &[k, 7], DType::F32).t().unwrap();
+    check("xᵀ rows", &xt, &w, Some(&bias), FLOAT_BUDGET);
+    check("one strided row", &xt.narrow(0, 2, 1).unwrap(), &w, None, FLOAT_BUDGET);
+    let x1 = float_tensor(&normal(k, 5), &[k], DType::F32);
+    check("rank-1 input", &x1, &w, Some(&bias), FLOAT_BUDGET);
+    // A weight whose rows are a window of a wider matrix.
+    let wide = float_tensor(&normal(n * (k + 8), 6), &[n, k + 8], DType::F16);
+    let wn = wide.narrow(1, 4, k).unwrap();
+    check("narrowed weight, one row", &x1, &wn, None, FLOAT_BUDGET);
+    check("narrowed weight, rows", &x, &wn, None, FLOAT_BUDGET);
+}
+
+#[test]
+fn quantized_weights_every_format() {
+    let reference = ExecContext::reference();
+    for (f, dtype) in QUANT_FORMATS.into_iter().enumerate() {
+        let bl = dtype.block_len();
+        for (i, &(m, n, kb)) in [(1, 33, 2), (3, 17, 1), (1, 255, 3), (5, 1, 2), (17, 40, 2)].iter().enumerate() {
+            let k = kb * bl.max(64);
+            let seed = (f * 10 + i) as u64;
+            let x = float_tensor(&normal(m * k, seed), &[m, k], DType::F32);
+            let w = quantized_tensor(&reference, &normal(n * k, 1000 + seed), n, k, dtype);
+            check(&format!("{dtype} {m}x{n}x{k}"), &x, &w, None, QUANT_BUDGET);
+        }
+    }
+}
+
+#[test]
+fn quantized_weights_bias_strided_input_and_batches() {
+    let reference = ExecContext::reference();
+    for dtype in [DType::Q4_0, DType::Q4_1, DType::Q4K, DType::Q6K] {
+        let (n, k) = (19, 512);
+        let w = quantized_tensor(&reference, &normal(n * k, 7), n, k, dtype);
+        let bias = float_tensor(&normal(n, 8), &[n], DType::F32);
+        let x = float_tensor(&normal(2 * 3 * k, 9), &[2, 3, k], DType::F32);
+        check(&format!("{dtype} batched + bias"), &x, &w, Some(&bias), QUANT_BUDGET);
+        let xt = float_tensor(&normal(6 * k, 10), &[k, 6], DType::F32).t().unwrap();
+        check(&format!("{dtype} xᵀ"), &xt, &w, None, QUANT_BUDGET);
+        // A window of weight rows (offset into the storage).
+        let rows = w.narrow(0, 3, 11).unwrap();
+        check(&format!("{dtype} narrowed rows"), &x, &rows, Some(&bias.narrow(0, 0, 11).unwrap()), QUANT_BUDGET);
+    }
+}
+
+#[test]
+fn quantized_prefill_tile_edges() {
+    // Row counts around the 4-row dot tile and weight-row blocks of 32.
+    let reference = ExecContext::reference();
+    for dtype in [DType::Q8_0, DType::Q5_1, DType::Q5K] {
+        let k = 256;
+        for m in [2, 4, 6, 9] {
+            let n = 37;
+            let x = float_tensor(&normal(m * k, m as u64), &[m, k], DType::F32);
+            let w = quantized_tensor(&reference, &normal(n * k, 99), n, k, dtype);
+            check(&format!("{dtype} m={m}"), &x, &w, None, QUANT_BUDGET);
+        }
+    }
+}

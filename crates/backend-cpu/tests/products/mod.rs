@@ -1,0 +1,58 @@
+//! Shared setup for the `matmul_*` and `linear_*` tests: backends to compare, seeded
+//! data, and the normalized error the budgets are stated in.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::sync::Arc;
+
+use tempra_backend_cpu::CpuBackend;
+use tempra_tensor::random::SplitMix64;
+use tempra_tensor::tempra_pool::HostPool;
+use tempra_tensor::{DType, ExecContext, Tensor};
+
+/// The CPU backend configurations under test, with a label for messages.
+pub fn cpu_contexts() -> Vec<(String, ExecContext)> {
+    vec![("cpu-default".to_string(), ExecContext::new(Arc::new(CpuBackend::new(HostPool::host()))))]
+}
+
+/// `n` standard-normal values from `seed`.
+pub fn normal(n: usize, seed: u64) -> Vec<f32> {
+    let mut rng = SplitMix64::new(seed);
+    (0..n).map(|_| rng.next_normal() as f32).collect()
+}
+
+/// An owned host tensor of `dims` holding `values` converted to `dtype` (F32/F16/BF16).
+pub fn float_tensor(values: &[f32], dims: &[usize], dtype: DType) -> Tensor {
+    match dtype {
+        DType::F32 => Tensor::owned_from_slice(values, dims).unwrap(),
+        DType::F16 => {
+            let v: Vec<half::f16> = values.iter().map(|&x| half::f16::from_f32(x)).collect();
+            Tensor::owned_from_slice(&v, dims).unwrap()
+        }
+        DType::BF16 => {
+            let v: Vec<half::bf16> = values.iter().map(|&x| half::bf16::from_f32(x)).collect();
+            Tensor::owned_from_slice(&v, dims).unwrap()
+        }
+        other => panic!("not a float dtype: {other}"),
+    }
+}
+
+/// A block-quantized `[n, k]` weight of `dtype` from `values` (ggml's reference quantizer).
+pub fn quantized_tensor(ctx: &ExecContext, values: &[f32], n: usize, k: usize, dtype: DType) -> Tensor {
+    let mut bytes = vec![0u8; dtype.bytes_for(n * k).unwrap()];
+    tempra_tensor::quant::quantize_row(dtype, values, &mut bytes).unwrap();
+    ctx.from_bytes(&bytes, &[n, k], dtype).unwrap()
+}
+
+/// Normalized mean squared error `Σ(got − want)² / Σ want²` (ggml's test-backend-ops
+/// measure), in f64.
+pub fn nmse(got: &[f32], want: &[f32]) -> f64 {
+    assert_eq!(got.len(), want.len());
+    let (mut err, mut norm) = (0f64, 0f64);
+    for (&g, &w) in got.iter().zip(want) {
+        assert!(g.is_finite(), "non-finite output {g}");
+        err += (g as f64 - w as f64).powi(2);
+        norm += (w as f64).powi(2);
+    }
+    if norm == 0.0 { err } else { err / norm }
+}

@@ -1,0 +1,143 @@
+//! The crate's error type.
+
+/// Everything that can go wrong in tempra-llm. Variants name the file, key, tensor or
+/// byte offset at fault.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LlmError {
+    /// An I/O error on a named file.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A tensor-layer error.
+    #[error(transparent)]
+    Tensor(#[from] tempra_tensor::TensorError),
+    /// A malformed, damaged or unsupported GGUF file: the byte offset where reading
+    /// failed, the metadata key or tensor being read (or `header`), and what was wrong.
+    #[error("GGUF byte {offset} ({key_or_tensor}): {what}")]
+    Gguf {
+        /// Byte offset in the file.
+        offset: u64,
+        /// `header`, `metadata key `name``, `tensor `name``, ...
+        key_or_tensor: String,
+        /// What was wrong.
+        what: String,
+    },
+    /// A malformed llama2.c checkpoint or tokenizer file.
+    #[error("llama2.c {file} byte {offset}: {what}")]
+    Llama2c {
+        /// `checkpoint` or `tokenizer`.
+        file: &'static str,
+        /// Byte offset in the file.
+        offset: u64,
+        /// What was wrong.
+        what: String,
+    },
+    /// A metadata key the model needs is absent.
+    #[error("metadata key `{key}` is missing")]
+    MissingKey {
+        /// The key.
+        key: String,
+    },
+    /// A metadata key holds a value of the wrong type.
+    #[error("metadata key `{key}` holds {found}, expected {expected}")]
+    KeyType {
+        /// The key.
+        key: String,
+        /// The type the reader expected.
+        expected: &'static str,
+        /// The type (and value, when short) found.
+        found: String,
+    },
+    /// A metadata key holds a value of the right type but an unusable value.
+    #[error("metadata key `{key}`: {what}")]
+    InvalidValue {
+        /// The key.
+        key: String,
+        /// What was wrong with the value.
+        what: String,
+    },
+    /// `general.architecture` names an architecture tempra does not implement.
+    #[error("unsupported architecture `{arch}` (supported: llama, qwen2, qwen3, gemma2, gemma3)")]
+    UnsupportedArch {
+        /// The architecture named by the file.
+        arch: String,
+    },
+    /// A tensor the caller asked for is not in the file.
+    #[error("tensor `{name}` is not in the model file")]
+    MissingTensor {
+        /// The tensor name.
+        name: String,
+    },
+    /// A tensor that exists but cannot be used as asked (wrong dtype or shape for an
+    /// operation such as quantization).
+    #[error("tensor `{name}`: {what}")]
+    TensorData {
+        /// The tensor name.
+        name: String,
+        /// What was wrong.
+        what: String,
+    },
+    /// A bad argument to a library function (an unknown quantization type, a bad model
+    /// shape description, ...).
+    #[error("{what}")]
+    Argument {
+        /// What was wrong.
+        what: String,
+    },
+    /// `tokenizer.ggml.model` or `tokenizer.ggml.pre` names a tokenizer tempra does not
+    /// implement.
+    #[error("metadata key `{key}`: unknown tokenizer `{name}` (supported: {supported})")]
+    UnknownTokenizer {
+        /// `tokenizer.ggml.model` or `tokenizer.ggml.pre`.
+        key: &'static str,
+        /// The name the file gives.
+        name: String,
+        /// The names tempra supports, comma-separated.
+        supported: String,
+    },
+    /// A per-token tokenizer array (scores, token types) whose length differs from the
+    /// number of tokens.
+    #[error("metadata key `{key}` has {found} entries, but the vocabulary has {expected} tokens")]
+    VocabLength {
+        /// The key of the array.
+        key: &'static str,
+        /// Its length.
+        found: usize,
+        /// The number of tokens.
+        expected: usize,
+    },
+    /// Two vocabulary entries with the same text.
+    #[error("duplicate token {text:?} in the vocabulary (ids {first} and {second})")]
+    DuplicateToken {
+        /// The text (lossily decoded).
+        text: String,
+        /// The first id.
+        first: u32,
+        /// The second id.
+        second: u32,
+    },
+    /// A token id outside the vocabulary.
+    #[error("token id {id} is out of range (vocabulary of {n_vocab} tokens)")]
+    TokenId {
+        /// The id.
+        id: u64,
+        /// The vocabulary size.
+        n_vocab: usize,
+    },
+    /// Text input that is not valid UTF-8.
+    #[error("{path}: invalid UTF-8 at byte {offset}")]
+    InvalidUtf8 {
+        /// The file (or `<stdin>`, `<argument>`).
+        path: String,
+        /// The byte offset of the first invalid sequence.
+        offset: usize,
+    },
+}
+
+/// Shorthand for results in this crate.
+pub type Result<T, E = LlmError> = std::result::Result<T, E>;

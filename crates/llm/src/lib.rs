@@ -1,0 +1,15 @@
+//! tempra-llm: GGUF model files, llama2.c checkpoints, tokenizers and (as they land) LLM
+//! engines. The `tempra` command sits behind the default `cli` feature.
+
+pub mod error;
+pub mod gguf;
+pub mod llama2c;
+pub mod model_config;
+pub mod model_file;
+pub mod quantize;
+pub mod tensor_names;
+pub mod testing;
+pub mod tokenizer;
+
+pub use error::LlmError;
+pub use model_file::{ModelFile, ModelFormat};

@@ -1,0 +1,7 @@
+//! The `tempra` command.
+
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    cli::run()
+}

@@ -1,0 +1,155 @@
+//! `ModelShape`: the sizes of a random test model, from a preset or a `key=value` list.
+
+use std::fmt;
+
+use crate::error::{LlmError, Result};
+
+use super::synthetic_vocab::SPECIAL_AND_BYTE_TOKENS;
+
+/// The sizes of a llama-architecture model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ModelShape {
+    /// Model width.
+    pub dim: usize,
+    /// Transformer blocks.
+    pub layers: usize,
+    /// Query heads.
+    pub heads: usize,
+    /// Key/value heads.
+    pub kv_heads: usize,
+    /// Feed-forward width.
+    pub ffn: usize,
+    /// Vocabulary size (at least 260).
+    pub vocab: usize,
+    /// Context length.
+    pub context: usize,
+    /// Whether the classifier is tied to the token embedding (no `output.weight`).
+    pub tied: bool,
+}
+
+impl ModelShape {
+    /// For tests: every matrix row a multiple of 256 (so every K-quant applies), two
+    /// layers, GQA 2, ~1.4M parameters.
+    pub const TINY: ModelShape =
+        ModelShape { dim: 256, layers: 2, heads: 4, kv_heads: 2, ffn: 512, vocab: 384, context: 256, tied: false };
+    /// A Llama-2-style 110M model (llama2.c's `stories110M` sizes, 32000 vocabulary).
+    pub const SIZE_110M: ModelShape =
+        ModelShape { dim: 768, layers: 12, heads: 12, kv_heads: 12, ffn: 2048, vocab: 32000, context: 1024, tied: false };
+    /// TinyLlama-1.1B's sizes.
+    pub const SIZE_1B: ModelShape =
+        ModelShape { dim: 2048, layers: 22, heads: 32, kv_heads: 4, ffn: 5632, vocab: 32000, context: 2048, tied: false };
+
+    /// A preset name (`tiny`, `110m`, `1b`) or comma-separated `key=value` overrides of
+    /// `tiny` with keys `dim`, `layers`, `heads`, `kv_heads`, `ffn`, `vocab`, `context`,
+    /// `tied` (`true`/`false`); `kv_heads` defaults to `heads` when `heads` is given.
+    ///
+    /// ```
+    /// use tempra_llm::testing::ModelShape;
+    ///
+    /// let s = ModelShape::parse("dim=128,layers=1,heads=2,ffn=256")?;
+    /// assert_eq!((s.dim, s.kv_heads, s.vocab), (128, 2, 384));
+    /// assert_eq!(ModelShape::parse("1b")?, ModelShape::SIZE_1B);
+    /// # Ok::<(), tempra_llm::LlmError>(())
+    /// ```
+    pub fn parse(text: &str) -> Result<ModelShape> {
+        match text {
+            "tiny" => return Ok(Self::TINY),
+            "110m" => return Ok(Self::SIZE_110M),
+            "1b" => return Ok(Self::SIZE_1B),
+            _ => {}
+        }
+        let bad = |what: String| LlmError::Argument { what: format!("model shape `{text}`: {what}") };
+        let mut shape = Self::TINY;
+        let mut kv_given = false;
+        for part in text.split(',') {
+            let (key, value) = part
+                .split_once('=')
+                .ok_or_else(|| bad(format!("`{part}` is not key=value (or use tiny, 110m, 1b)")))?;
+            if key == "tied" {
+                shape.tied = value.parse().map_err(|_| bad(format!("tied={value} is not true/false")))?;
+                continue;
+            }
+            let n: usize = value.parse().map_err(|_| bad(format!("{key}={value} is not a count")))?;
+            match key {
+                "dim" => shape.dim = n,
+                "layers" => shape.layers = n,
+                "heads" => shape.heads = n,
+                "kv_heads" => {
+                    shape.kv_heads = n;
+                    kv_given = true;
+                }
+                "ffn" => shape.ffn = n,
+                "vocab" => shape.vocab = n,
+                "context" => shape.context = n,
+                _ => return Err(bad(format!("unknown key `{key}`"))),
+            }
+        }
+        if !kv_given {
+            shape.kv_heads = shape.heads;
+        }
+        shape.validate().map_err(bad)?;
+        Ok(shape)
+    }
+
+    /// Checks the sizes are consistent: non-zero, heads dividing `dim` into even head
+    /// sizes, KV heads dividing heads, a vocabulary above the 259 fixed tokens.
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        let s = self;
+        if [s.dim, s.layers, s.heads, s.kv_heads, s.ffn, s.context].contains(&0) {
+            return Err("every size must be positive".into());
+        }
+        if s.dim % s.heads != 0 || (s.dim / s.heads) % 2 != 0 {
+            return Err(format!("{} heads must split dim {} into even head sizes", s.heads, s.dim));
+        }
+        if s.heads % s.kv_heads != 0 {
+            return Err(format!("{} KV heads must divide {} heads", s.kv_heads, s.heads));
+        }
+        if s.vocab <= SPECIAL_AND_BYTE_TOKENS {
+            return Err(format!("vocab {} must exceed the {SPECIAL_AND_BYTE_TOKENS} special and byte tokens", s.vocab));
+        }
+        Ok(())
+    }
+
+    /// `dim / heads`.
+    pub fn head_dim(&self) -> usize {
+        self.dim / self.heads
+    }
+
+    /// Parameters (elements of all tensors).
+    pub fn parameter_count(&self) -> u64 {
+        let (d, f, v) = (self.dim as u64, self.ffn as u64, self.vocab as u64);
+        let kv = (self.kv_heads * self.head_dim()) as u64;
+        let block = 2 * d + 2 * d * d + 2 * kv * d + 3 * f * d;
+        v * d * (if self.tied { 1 } else { 2 }) + d + self.layers as u64 * block
+    }
+}
+
+impl fmt::Display for ModelShape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "dim={},layers={},heads={},kv_heads={},ffn={},vocab={},context={},tied={}",
+            self.dim, self.layers, self.heads, self.kv_heads, self.ffn, self.vocab, self.context, self.tied
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_parses_back() {
+        for s in [ModelShape::TINY, ModelShape::SIZE_110M, ModelShape::SIZE_1B] {
+            assert_eq!(ModelShape::parse(&s.to_string()).unwrap(), s);
+        }
+        assert_eq!(ModelShape::SIZE_1B.parameter_count(), 1_100_048_384);
+    }
+
+    #[test]
+    fn bad_shapes_are_errors() {
+        for text in ["", "huge", "dim=0", "dim=100,heads=3", "heads=4,kv_heads=3", "vocab=100", "dim=x", "color=red", "tied=maybe"] {
+            assert!(ModelShape::parse(text).is_err(), "{text}");
+        }
+    }
+}

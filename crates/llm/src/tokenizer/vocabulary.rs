@@ -1,0 +1,549 @@
+//! `Vocabulary`: the tokens of a model (text, score, type), its special ids and flags,
+//! and the lookups the tokenizers need, built from plain parts ([`VocabParts`]), from
+//! GGUF metadata or from a llama2.c tokenizer file.
+
+use crate::error::{LlmError, Result};
+use crate::gguf::TokenType;
+use crate::gguf::keys;
+
+use super::merges::Merges;
+use super::pre_tokenizer::PreTokenizer;
+use super::token_table::{TableError, TokenTable};
+use super::byte_level;
+
+/// A token id: an index into the vocabulary.
+pub type TokenId = u32;
+
+/// The tokenization algorithm of a vocabulary (`tokenizer.ggml.model`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TokenizerModel {
+    /// SentencePiece-style BPE over characters with scores, `▁` for spaces and byte
+    /// fallback (`llama`: Llama 1/2, Mistral, TinyLlama, Gemma, Phi-3, llama2.c).
+    Spm,
+    /// Byte-level BPE with ranked merges and a regex pre-tokenizer (`gpt2`: GPT-2,
+    /// Llama 3, Qwen2, ...).
+    Bpe,
+}
+
+impl TokenizerModel {
+    /// The model a `tokenizer.ggml.model` value names, or `None` when tempra does not
+    /// implement it.
+    pub fn from_gguf_name(name: &str) -> Option<TokenizerModel> {
+        match name {
+            "llama" => Some(TokenizerModel::Spm),
+            "gpt2" => Some(TokenizerModel::Bpe),
+            _ => None,
+        }
+    }
+
+    /// The `tokenizer.ggml.model` value.
+    pub fn gguf_name(self) -> &'static str {
+        match self {
+            TokenizerModel::Spm => "llama",
+            TokenizerModel::Bpe => "gpt2",
+        }
+    }
+}
+
+/// The special token ids of a vocabulary (`None` where the vocabulary has none).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SpecialTokens {
+    /// Beginning of sequence.
+    pub bos: Option<TokenId>,
+    /// End of sequence.
+    pub eos: Option<TokenId>,
+    /// The unknown token.
+    pub unk: Option<TokenId>,
+    /// Padding.
+    pub pad: Option<TokenId>,
+    /// Separator.
+    pub sep: Option<TokenId>,
+    /// End of turn (`<|eot_id|>`, `<|im_end|>`, `<end_of_turn>`, ...).
+    pub eot: Option<TokenId>,
+    /// End of message (`<|eom_id|>`).
+    pub eom: Option<TokenId>,
+}
+
+/// The plain inputs of a [`Vocabulary`]: what GGUF metadata (or any other source)
+/// describes. [`VocabParts::new`] fills the defaults llama.cpp uses for the model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VocabParts {
+    /// The algorithm.
+    pub model: TokenizerModel,
+    /// The pre-tokenizer (byte-level BPE only; ignored for SentencePiece).
+    pub pre: PreTokenizer,
+    /// Each token's text (SentencePiece: `▁` for spaces, `<0x41>` byte tokens;
+    /// byte-level BPE: GPT-2's byte-to-unicode spelling, added tokens as plain text).
+    pub tokens: Vec<Vec<u8>>,
+    /// One score per token (SentencePiece merge priority); `None`: all 0.
+    pub scores: Option<Vec<f32>>,
+    /// One type per token; `None`: all [`TokenType::Normal`].
+    pub token_types: Option<Vec<TokenType>>,
+    /// Byte-level BPE merges, `"left right"`, highest priority first.
+    pub merges: Vec<Vec<u8>>,
+    /// Special token ids.
+    pub special: SpecialTokens,
+    /// Whether tokenizing with special tokens adds BOS.
+    pub add_bos: bool,
+    /// Whether tokenizing with special tokens adds EOS.
+    pub add_eos: bool,
+    /// Whether SentencePiece text gets a leading space (`▁`) before tokenizing, and the
+    /// first decoded piece loses it.
+    pub add_space_prefix: bool,
+    /// Whether a byte-level BPE word that is itself a token skips the merges (Llama 3,
+    /// Tekken).
+    pub ignore_merges: bool,
+}
+
+impl VocabParts {
+    /// Parts with llama.cpp's defaults for `model`: SentencePiece has BOS 1, EOS 2,
+    /// UNK 0 (where the vocabulary is that large), adds BOS and a space prefix;
+    /// byte-level BPE has no special ids and adds nothing. No scores, types or merges.
+    pub fn new(model: TokenizerModel, tokens: Vec<Vec<u8>>) -> VocabParts {
+        let n = tokens.len() as u64;
+        let in_range = |id: TokenId| (u64::from(id) < n).then_some(id);
+        let (special, add_bos, add_space_prefix) = match model {
+            TokenizerModel::Spm => (
+                SpecialTokens { bos: in_range(1), eos: in_range(2), unk: in_range(0), ..SpecialTokens::default() },
+                in_range(1).is_some(),
+                true,
+            ),
+            TokenizerModel::Bpe => (SpecialTokens::default(), false, false),
+        };
+        VocabParts {
+            model,
+            pre: PreTokenizer::Default,
+            tokens,
+            scores: None,
+            token_types: None,
+            merges: Vec::new(),
+            special,
+            add_bos,
+            add_eos: false,
+            add_space_prefix,
+            ignore_merges: false,
+        }
+    }
+}
+
+/// Token attribute bit: strip ASCII whitespace left of the token when matching it in
+/// text.
+const ATTR_LSTRIP: u8 = 1;
+/// Token attribute bit: strip ASCII whitespace right of the token.
+const ATTR_RSTRIP: u8 = 2;
+
+/// A model's vocabulary and everything needed to tokenize and detokenize with it.
+///
+/// Build it with [`Vocabulary::from_parts`], [`Vocabulary::from_gguf`] or
+/// [`Vocabulary::from_llama2c`]; tokenize with [`Vocabulary::tokenize`]; turn ids back
+/// into text with [`Vocabulary::detokenize`] or, token by token,
+/// [`super::TokenStreamDecoder`].
+#[derive(Clone, Debug)]
+pub struct Vocabulary {
+    pub(crate) model: TokenizerModel,
+    pub(crate) pre: PreTokenizer,
+    pub(crate) table: TokenTable,
+    pub(crate) scores: Vec<f32>,
+    pub(crate) types: Vec<TokenType>,
+    pub(crate) attrs: Vec<u8>,
+    pub(crate) special: SpecialTokens,
+    pub(crate) add_bos: bool,
+    pub(crate) add_eos: bool,
+    pub(crate) add_space_prefix: bool,
+    pub(crate) ignore_merges: bool,
+    /// End-of-generation ids, sorted.
+    pub(crate) eog: Vec<TokenId>,
+    /// SentencePiece: the `<0xXX>` token (else the one-byte token) of each byte.
+    /// Byte-level BPE: the token spelling each byte.
+    pub(crate) byte_tokens: [Option<TokenId>; 256],
+    pub(crate) merges: Merges,
+    /// Control, user-defined and unknown tokens with non-empty UTF-8 text, longest
+    /// first (ties: lower id first): the ones matched in text before tokenizing.
+    pub(crate) special_cache: Vec<TokenId>,
+}
+
+/// Token texts llama.cpp takes as the end-of-turn token when `eot_token_id` is absent.
+const EOT_TEXTS: &[&str] = &[
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "<|end_of_text|>",
+    "<EOT>",
+    "_<EOT>",
+    "[EOT]",
+    "<｜end▁of▁sentence｜>",
+    "<end_of_utterance>",
+];
+
+/// Token texts that end generation (llama.cpp's list); they are made control tokens.
+const EOG_TEXTS: &[&str] = &[
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<|return|>",
+    "<|call|>",
+    "<|flush|>",
+    "<|calls|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "</s>",
+    "<|eom_id|>",
+    "<EOT>",
+    "_<EOT>",
+    "[EOT]",
+    "[EOS]",
+    "<|end_of_text|>",
+    "<end_of_utterance>",
+    "<eos>",
+    "<turn|>",
+    "<|tool_response>",
+    "<｜end▁of▁sentence｜>",
+];
+
+/// Fill-in-the-middle token texts: made control tokens; the pad, repo and file
+/// separator ones also end generation.
+const FIM_TEXTS: &[(&str, bool)] = &[
+    ("<|fim_prefix|>", false),
+    ("<fim-prefix>", false),
+    ("<fim_prefix>", false),
+    ("<｜fim▁begin｜>", false),
+    ("<PRE>", false),
+    ("▁<PRE>", false),
+    ("<|fim_suffix|>", false),
+    ("<fim-suffix>", false),
+    ("<fim_suffix>", false),
+    ("<｜fim▁hole｜>", false),
+    ("<SUF>", false),
+    ("▁<SUF>", false),
+    ("<|fim_middle|>", false),
+    ("<fim-middle>", false),
+    ("<fim_middle>", false),
+    ("<｜fim▁end｜>", false),
+    ("<MID>", false),
+    ("▁<MID>", false),
+    ("<|fim_pad|>", true),
+    ("<fim-pad>", true),
+    ("<fim_pad>", true),
+    ("<|fim_repo|>", true),
+    ("<|repo_name|>", true),
+    ("<fim-repo>", true),
+    ("<REPO>", true),
+    ("<reponame>", true),
+    ("<|file_sep|>", true),
+];
+
+impl Vocabulary {
+    /// Builds a vocabulary from plain parts, checking them: scores and types must have
+    /// one entry per token, special ids must be in range, texts must be unique, merges
+    /// must be `"left right"`, and a vocabulary that adds BOS or EOS must have one.
+    ///
+    /// Like llama.cpp, tokens whose text marks the end of a turn (`<|eot_id|>`,
+    /// `<|im_end|>`, `<end_of_turn>`, `<|endoftext|>`, ...) become control tokens and
+    /// end generation; the first of them is the EOT id when `special.eot` is `None`.
+    ///
+    /// ```
+    /// use tempra_llm::tokenizer::{TokenizeOptions, TokenizerModel, VocabParts, Vocabulary};
+    ///
+    /// let tokens = ["<unk>", "<s>", "</s>", "▁", "h", "i", "▁h", "▁hi"];
+    /// let mut parts = VocabParts::new(TokenizerModel::Spm, tokens.iter().map(|t| t.as_bytes().to_vec()).collect());
+    /// parts.scores = Some(vec![0.0, 0.0, 0.0, -1.0, -2.0, -3.0, -0.5, -0.1]);
+    /// let vocab = Vocabulary::from_parts(parts)?;
+    /// assert_eq!(vocab.tokenize("hi", TokenizeOptions::default()), [1, 7]);
+    /// assert_eq!(vocab.detokenize(&[1, 7], Default::default())?, "hi");
+    /// # Ok::<(), tempra_llm::LlmError>(())
+    /// ```
+    pub fn from_parts(parts: VocabParts) -> Result<Vocabulary> {
+        let n = parts.tokens.len();
+        if n == 0 {
+            return Err(LlmError::InvalidValue {
+                key: keys::TOKENIZER_TOKENS.to_string(),
+                what: "the vocabulary has no tokens".to_string(),
+            });
+        }
+        let scores = match parts.scores {
+            Some(s) if s.len() != n => {
+                return Err(LlmError::VocabLength { key: keys::TOKENIZER_SCORES, found: s.len(), expected: n });
+            }
+            Some(s) => s,
+            None => vec![0.0; n],
+        };
+        let mut types = match parts.token_types {
+            Some(t) if t.len() != n => {
+                return Err(LlmError::VocabLength { key: keys::TOKENIZER_TOKEN_TYPE, found: t.len(), expected: n });
+            }
+            Some(t) => t,
+            None => vec![TokenType::Normal; n],
+        };
+        let table = TokenTable::new(&parts.tokens).map_err(|e| match e {
+            TableError::Duplicate { first, second } => LlmError::DuplicateToken {
+                text: String::from_utf8_lossy(&parts.tokens[second as usize]).into_owned(),
+                first,
+                second,
+            },
+            TableError::TooMany => LlmError::InvalidValue {
+                key: keys::TOKENIZER_TOKENS.to_string(),
+                what: format!("{n} tokens is more than token ids can address"),
+            },
+        })?;
+        let mut special = parts.special;
+        for (key, id) in [
+            (keys::TOKENIZER_BOS_ID, special.bos),
+            (keys::TOKENIZER_EOS_ID, special.eos),
+            (keys::TOKENIZER_UNK_ID, special.unk),
+            (TOKENIZER_PAD_ID, special.pad),
+            (TOKENIZER_SEP_ID, special.sep),
+            (TOKENIZER_EOT_ID, special.eot),
+            (TOKENIZER_EOM_ID, special.eom),
+        ] {
+            if let Some(id) = id
+                && id as usize >= n
+            {
+                return Err(LlmError::InvalidValue {
+                    key: key.to_string(),
+                    what: format!("token id {id} is out of range (vocabulary of {n} tokens)"),
+                });
+            }
+        }
+        for (flag, flag_key, id, id_key) in [
+            (parts.add_bos, keys::TOKENIZER_ADD_BOS, special.bos, keys::TOKENIZER_BOS_ID),
+            (parts.add_eos, keys::TOKENIZER_ADD_EOS, special.eos, keys::TOKENIZER_EOS_ID),
+        ] {
+            if flag && id.is_none() {
+                return Err(LlmError::InvalidValue {
+                    key: flag_key.to_string(),
+                    what: format!("true, but `{id_key}` is not set"),
+                });
+            }
+        }
+        let merges = match parts.model {
+            TokenizerModel::Bpe => Merges::parse(&parts.merges, &table).map_err(|e| LlmError::InvalidValue {
+                key: keys::TOKENIZER_MERGES.to_string(),
+                what: format!(
+                    "merge {} ({:?}) is not two tokens separated by a space",
+                    e.index,
+                    String::from_utf8_lossy(&parts.merges[e.index])
+                ),
+            })?,
+            TokenizerModel::Spm => Merges::default(),
+        };
+
+        // End of generation, by id and by text (llama.cpp's rules).
+        let mut eog = Vec::new();
+        let text_is = |id: usize, names: &[&str]| names.iter().any(|t| t.as_bytes() == parts.tokens[id].as_slice());
+        for id in 0..n {
+            if special.eot.is_none() && text_is(id, EOT_TEXTS) {
+                special.eot = Some(id as TokenId);
+                types[id] = TokenType::Control;
+            }
+            if special.eom.is_none() && parts.tokens[id] == b"<|eom_id|>" {
+                special.eom = Some(id as TokenId);
+                types[id] = TokenType::Control;
+            }
+            if text_is(id, EOG_TEXTS) {
+                eog.push(id as TokenId);
+                types[id] = TokenType::Control;
+            }
+            if let Some(&(_, ends)) = FIM_TEXTS.iter().find(|(t, _)| t.as_bytes() == parts.tokens[id].as_slice()) {
+                types[id] = TokenType::Control;
+                if ends {
+                    eog.push(id as TokenId);
+                }
+            }
+        }
+        eog.extend([special.eos, special.eot, special.eom].into_iter().flatten());
+        // gpt-oss: `<|end|>` ends a message, not the generation, when `<|return|>` and
+        // `<|call|>` exist; its channel markers always render.
+        let find = |t: &str| table.find(t.as_bytes());
+        if let (Some(_), Some(_), Some(end)) = (find("<|return|>"), find("<|call|>"), find("<|end|>")) {
+            eog.retain(|&id| id != end);
+            types[end as usize] = TokenType::UserDefined;
+        }
+        for t in ["<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"] {
+            if let Some(id) = find(t) {
+                types[id as usize] = TokenType::UserDefined;
+            }
+        }
+        eog.sort_unstable();
+        eog.dedup();
+
+        let mut byte_tokens = [None; 256];
+        for (b, slot) in byte_tokens.iter_mut().enumerate() {
+            *slot = match parts.model {
+                TokenizerModel::Spm => table
+                    .find(format!("<0x{b:02X}>").as_bytes())
+                    .or_else(|| table.find(&[b as u8])),
+                TokenizerModel::Bpe => {
+                    let mut s = [0u8; 4];
+                    table.find(byte_level::BYTE_TO_CHAR[b].encode_utf8(&mut s).as_bytes())
+                }
+            };
+        }
+
+        let mut vocab = Vocabulary {
+            model: parts.model,
+            pre: parts.pre,
+            table,
+            scores,
+            types,
+            attrs: vec![0; n],
+            special,
+            add_bos: parts.add_bos,
+            add_eos: parts.add_eos,
+            add_space_prefix: parts.add_space_prefix,
+            ignore_merges: parts.ignore_merges,
+            eog,
+            byte_tokens,
+            merges,
+            special_cache: Vec::new(),
+        };
+        vocab.rebuild_special_cache();
+        Ok(vocab)
+    }
+
+    fn rebuild_special_cache(&mut self) {
+        let mut cache: Vec<TokenId> = (0..self.len() as TokenId)
+            .filter(|&id| {
+                matches!(self.types[id as usize], TokenType::Control | TokenType::UserDefined | TokenType::Unknown)
+                    && !self.table.text(id).is_empty()
+                    && std::str::from_utf8(self.table.text(id)).is_ok()
+            })
+            .collect();
+        cache.sort_by_key(|&id| std::cmp::Reverse(self.table.text(id).len()));
+        self.special_cache = cache;
+    }
+
+    /// The number of tokens.
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Always `false`: a vocabulary has at least one token.
+    pub fn is_empty(&self) -> bool {
+        self.table.len() == 0
+    }
+
+    /// The algorithm.
+    pub fn model(&self) -> TokenizerModel {
+        self.model
+    }
+
+    /// The pre-tokenizer (meaningful for byte-level BPE).
+    pub fn pre_tokenizer(&self) -> PreTokenizer {
+        self.pre
+    }
+
+    /// The special ids.
+    pub fn special(&self) -> &SpecialTokens {
+        &self.special
+    }
+
+    /// The BOS id.
+    pub fn bos(&self) -> Option<TokenId> {
+        self.special.bos
+    }
+
+    /// The EOS id.
+    pub fn eos(&self) -> Option<TokenId> {
+        self.special.eos
+    }
+
+    /// Whether tokenizing with special tokens adds BOS.
+    pub fn add_bos(&self) -> bool {
+        self.add_bos
+    }
+
+    /// Whether tokenizing with special tokens adds EOS.
+    pub fn add_eos(&self) -> bool {
+        self.add_eos
+    }
+
+    /// Whether SentencePiece text gets a leading `▁`.
+    pub fn add_space_prefix(&self) -> bool {
+        self.add_space_prefix
+    }
+
+    /// Whether whole-word tokens skip the BPE merges.
+    pub fn ignore_merges(&self) -> bool {
+        self.ignore_merges
+    }
+
+    /// The number of usable BPE merges.
+    pub fn merge_count(&self) -> usize {
+        self.merges.len()
+    }
+
+    /// Whether `id` ends generation: EOS, EOT, EOM, and tokens such as `<|eot_id|>`,
+    /// `<|im_end|>` or `<end_of_turn>`.
+    pub fn is_eog(&self, id: TokenId) -> bool {
+        self.eog.binary_search(&id).is_ok()
+    }
+
+    /// Every end-of-generation id, ascending.
+    pub fn eog_ids(&self) -> &[TokenId] {
+        &self.eog
+    }
+
+    /// Token `id`'s text as stored (`▁the`, `Ġthe`, `<0x0A>`), or `None` when out of
+    /// range.
+    pub fn token_bytes(&self, id: TokenId) -> Option<&[u8]> {
+        ((id as usize) < self.len()).then(|| self.table.text(id))
+    }
+
+    /// Token `id`'s text as UTF-8, when it is in range and valid.
+    pub fn token_str(&self, id: TokenId) -> Option<&str> {
+        self.token_bytes(id).and_then(|b| std::str::from_utf8(b).ok())
+    }
+
+    /// Token `id`'s score (0 when the vocabulary has none).
+    pub fn score(&self, id: TokenId) -> Option<f32> {
+        self.scores.get(id as usize).copied()
+    }
+
+    /// Token `id`'s type.
+    pub fn token_type(&self, id: TokenId) -> Option<TokenType> {
+        self.types.get(id as usize).copied()
+    }
+
+    /// The id of the token whose stored text is `text`.
+    pub fn token_id(&self, text: &[u8]) -> Option<TokenId> {
+        self.table.find(text)
+    }
+
+    /// Whether text matching control/user-defined token `id` takes the ASCII
+    /// whitespace to its left (`lstrip`) or right (`rstrip`) with it.
+    pub fn token_strip(&self, id: TokenId) -> (bool, bool) {
+        let a = self.attrs.get(id as usize).copied().unwrap_or(0);
+        (a & ATTR_LSTRIP != 0, a & ATTR_RSTRIP != 0)
+    }
+
+    /// Sets the whitespace stripping of token `id` (see [`Vocabulary::token_strip`]);
+    /// out-of-range ids are ignored.
+    pub fn set_token_strip(&mut self, id: TokenId, lstrip: bool, rstrip: bool) {
+        if let Some(a) = self.attrs.get_mut(id as usize) {
+            *a = (if lstrip { ATTR_LSTRIP } else { 0 }) | (if rstrip { ATTR_RSTRIP } else { 0 });
+        }
+    }
+
+    /// Checks that `id` is in range.
+    pub(crate) fn check_id(&self, id: TokenId) -> Result<()> {
+        if (id as usize) < self.len() {
+            Ok(())
+        } else {
+            Err(LlmError::TokenId { id: id as u64, n_vocab: self.len() })
+        }
+    }
+}
+
+/// `tokenizer.ggml.padding_token_id`.
+pub(crate) const TOKENIZER_PAD_ID: &str = "tokenizer.ggml.padding_token_id";
+/// `tokenizer.ggml.seperator_token_id` (sic: llama.cpp's spelling).
+pub(crate) const TOKENIZER_SEP_ID: &str = "tokenizer.ggml.seperator_token_id";
+/// `tokenizer.ggml.eot_token_id`.
+pub(crate) const TOKENIZER_EOT_ID: &str = "tokenizer.ggml.eot_token_id";
+/// `tokenizer.ggml.eom_token_id`.
+pub(crate) const TOKENIZER_EOM_ID: &str = "tokenizer.ggml.eom_token_id";
+/// `tokenizer.ggml.add_space_prefix`.
+pub(crate) const TOKENIZER_ADD_SPACE_PREFIX: &str = "tokenizer.ggml.add_space_prefix";
