@@ -28,19 +28,19 @@
 mod autograd;
 mod backward;
 mod error;
-
+pub mod gradcheck;
 mod grad_mode;
 mod grad_store;
 mod node;
 mod ops;
-
-
-
+pub mod optim;
+mod param_store;
+pub mod safetensors;
 mod var;
 
 pub use autograd::Autograd;
 pub use error::{AutogradError, Result};
 pub use grad_mode::{NoGradGuard, is_grad_enabled, no_grad};
 pub use grad_store::GradStore;
-
+pub use param_store::{ParamId, ParamStore};
 pub use var::{Var, VarId};

@@ -156,14 +156,14 @@ impl Backend for CpuBackend {
         if out.dtype() == tempra_tensor::DType::F64 {
             return self.reference.matmul(a, b, out); // delegated: f64 is for gradient checks
         }
-        crate::matmul::matmul(&self.products(), a, b, out)
+        crate::matmul::matmul(&self.products().gemm, a, b, out)
     }
 
     fn linear(&self, x: &Tensor, w: &Tensor, bias: Option<&Tensor>, out: &mut Tensor) -> Result<()> {
         if out.dtype() == tempra_tensor::DType::F64 {
             return self.reference.linear(x, w, bias, out); // delegated: f64 is for gradient checks
         }
-        crate::linear::linear(&self.products(), &crate::quantized::best_kernels(), crate::gemm::avx2_kernel().is_some(), x, w, bias, out)
+        crate::linear::linear(&self.products(), x, w, bias, out)
     }
 
     fn rms_norm(&self, x: &Tensor, w: &Tensor, eps: f64, out: &mut Tensor) -> Result<()> {

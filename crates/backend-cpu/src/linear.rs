@@ -7,26 +7,26 @@
 
 use tempra_tensor::{Result, Tensor, TensorError};
 
-use crate::gemm::{Gemm, MatRef, OutPtr, Values, gemv};
+use crate::gemm::{MatRef, OutPtr, Values, gemv};
 use crate::matmul::{batch_offset, float_values};
-use crate::quantized::{self, QuantKernels};
+use crate::products::Products;
+use crate::quantized;
 
 /// Minimum weight bytes per GEMV task.
 const MIN_GEMV_TASK_BYTES: usize = 64 * 1024;
 
 /// Linear with F32 `x` and a float or block-quantized weight `w [N, K]`.
 pub(crate) fn linear(
-    g: &Gemm<'_>,
-    quant: &QuantKernels,
-    avx2: bool,
+    products: &Products<'_>,
     x: &Tensor,
     w: &Tensor,
     bias: Option<&Tensor>,
     out: &mut Tensor,
 ) -> Result<()> {
     const OP: &str = "linear";
+    let (g, avx2) = (&products.gemm, products.avx2);
     if w.dtype().is_quantized() {
-        return quantized::linear(g, quant, x, w, bias, out);
+        return quantized::linear(g, &products.quant, x, w, bias, out);
     }
     let (n, k) = (w.dims()[0], w.dims()[1]);
     let wv = float_values(OP, w)?;

@@ -117,7 +117,8 @@ pub(crate) fn gelu_tanh<S: Simd>(s: S, x: S::V) -> S::V {
 /// Recipes (fractional error < 1.2e-7 for every argument).
 #[inline(always)]
 pub(crate) fn gelu_erf<S: Simd>(s: S, x: S::V) -> S::V {
-    let z = s.mul(s.abs(x), s.splat(std::f32::consts::FRAC_1_SQRT_2));
+    // erfc(z) underflows to 0 beyond z ≈ 10; clamping keeps z² finite for x = ±∞.
+    let z = s.min(s.mul(s.abs(x), s.splat(std::f32::consts::FRAC_1_SQRT_2)), s.splat(12.0));
     let one = s.splat(1.0);
     let t = s.div(one, s.mul_add(s.splat(0.5), z, one));
     let mut p = s.splat(0.170_872_77);

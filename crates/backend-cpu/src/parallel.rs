@@ -29,35 +29,3 @@ impl Parallel for Serial {
         }
     }
 }
-
-/// Splits work over scoped OS threads spawned per call (a stand-in until the persistent
-/// worker pool is wired in).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct ScopedThreads {
-    pub(crate) threads: usize,
-}
-
-impl Parallel for ScopedThreads {
-    fn threads(&self) -> usize {
-        self.threads.max(1)
-    }
-
-    fn parallel_for(&self, n_items: usize, min_items: usize, f: &(dyn Fn(Range<usize>) + Sync)) {
-        if n_items == 0 {
-            return;
-        }
-        let tasks = self.threads().min(n_items / min_items.max(1)).max(1);
-        if tasks == 1 {
-            f(0..n_items);
-            return;
-        }
-        let bounds = |t: usize| t * n_items / tasks;
-        std::thread::scope(|s| {
-            for t in 1..tasks {
-                let range = bounds(t)..bounds(t + 1);
-                s.spawn(move || f(range));
-            }
-            f(bounds(0)..bounds(1));
-        });
-    }
-}

@@ -1,19 +1,35 @@
-//! What the product ops (`matmul`, `linear`) need from the backend: the kernel choice,
-//! the scratch pool and the worker pool, gathered per call.
+//! What the product ops (`matmul`, `linear`) need from the backend, gathered per call:
+//! the kernels for the backend's ISA level, the scratch pool and the worker pool.
 
 use crate::backend::CpuBackend;
 use crate::gemm::{self, Gemm};
-use crate::parallel::ScopedThreads;
+use crate::isa::Isa;
+use crate::quantized::{self, QuantKernels};
 
-/// The worker pool the products run on.
-static THREADS: std::sync::OnceLock<ScopedThreads> = std::sync::OnceLock::new();
+/// The settings of one product call.
+#[derive(Clone, Copy)]
+pub(crate) struct Products<'a> {
+    /// The f32 GEMM (kernel, scratch pool, workers).
+    pub(crate) gemm: Gemm<'a>,
+    /// The quantized dot products and activation quantizer.
+    pub(crate) quant: QuantKernels,
+    /// Whether the AVX2 (+FMA, F16C) float kernels may run (the GEMV).
+    pub(crate) avx2: bool,
+}
 
 impl CpuBackend {
-    /// The GEMM settings for one product call.
-    pub(crate) fn products(&self) -> Gemm<'_> {
-        let par = THREADS.get_or_init(|| ScopedThreads {
-            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        });
-        Gemm { kernel: gemm::best_kernel(), pool: self.pool(), par }
+    /// The product settings for this backend's ISA level. AVX-512 levels run the AVX2
+    /// product kernels (512-bit ones are not written yet).
+    pub(crate) fn products(&self) -> Products<'_> {
+        let avx2 = matches!(self.level().isa(), Isa::Avx2 | Isa::Avx512);
+        let (kernel, quant) = match (avx2, gemm::avx2_kernel(), quantized::avx2_kernels()) {
+            (true, Some(kernel), Some(quant)) => (kernel, quant),
+            _ => (gemm::SCALAR, quantized::SCALAR),
+        };
+        Products {
+            gemm: Gemm { kernel, pool: self.pool(), par: &**self.workers() },
+            quant,
+            avx2: avx2 && kernel.name != "scalar",
+        }
     }
 }

@@ -92,6 +92,7 @@ impl<const K: usize> Walk<K> {
     }
 
     /// The inner run length.
+    #[cfg(test)]
     pub(crate) fn inner(&self) -> usize {
         self.inner
     }

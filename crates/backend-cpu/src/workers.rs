@@ -308,6 +308,16 @@ impl fmt::Debug for WorkerPool {
     }
 }
 
+impl crate::parallel::Parallel for WorkerPool {
+    fn threads(&self) -> usize {
+        WorkerPool::threads(self)
+    }
+
+    fn parallel_for(&self, n_items: usize, min_items: usize, f: &(dyn Fn(Range<usize>) + Sync)) {
+        WorkerPool::parallel_for(self, n_items, min_items, f)
+    }
+}
+
 /// A raw pointer that may cross threads (its users guarantee disjoint access).
 struct SendPtr<T>(*mut T);
 

@@ -4,7 +4,7 @@ mod common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Barrier, OnceLock};
+use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 use std::time::Duration;
 
@@ -40,7 +40,7 @@ fn the_lock_is_not_held_while_a_fresh_block_is_made() {
     // Everything that takes the lock must still go through. Done on a helper thread so a
     // held lock shows as a timeout, not a hung test.
     let (done, report) = mpsc::channel();
-    {
+    let helper = {
         let pool = pool.clone();
         thread::spawn(move || {
             let hit = pool.acquire(64).unwrap(); // a hit
@@ -51,11 +51,12 @@ fn the_lock_is_not_held_while_a_fresh_block_is_made() {
             drop(other_miss);
             let outstanding = pool.outstanding();
             done.send((hit_id, stats, outstanding)).unwrap();
-        });
-    }
+        })
+    };
     let (hit_id, stats, outstanding) = report
         .recv_timeout(WATCHDOG)
         .expect("the pool's lock was held while a fresh block was being made");
+    helper.join().unwrap();
     assert_eq!(hit_id, cached);
     assert_eq!(
         (stats.hits, stats.misses),
@@ -76,20 +77,23 @@ fn the_lock_is_not_held_while_a_fresh_block_is_made() {
 #[test]
 fn blocks_are_freed_outside_the_lock() {
     // Every freed block checks, from another thread, that the pool's lock is free.
-    let slot: Arc<OnceLock<BufferPool<TestMemory>>> = Arc::new(OnceLock::new());
+    // A handle of the pool for the hook (a reference cycle, broken at the end).
+    let slot: Arc<Mutex<Option<BufferPool<TestMemory>>>> = Arc::default();
     let held = Arc::new(AtomicBool::new(false));
     let memory = {
         let (slot, held) = (Arc::clone(&slot), Arc::clone(&held));
         TestMemory::with_drop_hook(move |_| {
-            let Some(pool) = slot.get() else { return };
-            let pool = pool.clone();
+            let Some(pool) = slot.lock().unwrap().clone() else {
+                return;
+            };
             let (done, report) = mpsc::channel();
-            thread::spawn(move || {
+            let helper = thread::spawn(move || {
                 let _ = pool.stats();
                 let _ = done.send(());
             });
-            if report.recv_timeout(Duration::from_secs(5)).is_err() {
-                held.store(true, Ordering::SeqCst);
+            match report.recv_timeout(Duration::from_secs(5)) {
+                Ok(()) => helper.join().unwrap(),
+                Err(_) => held.store(true, Ordering::SeqCst),
             }
         })
     };
@@ -99,7 +103,7 @@ fn blocks_are_freed_outside_the_lock() {
             max_cached_bytes: 4096,
         },
     );
-    assert!(slot.set(pool.clone()).is_ok());
+    *slot.lock().unwrap() = Some(pool.clone());
 
     drop(pool.acquire(8192).unwrap()); // evicted: over the cap
     drop(pool.acquire(4096).unwrap()); // cached
@@ -110,4 +114,6 @@ fn blocks_are_freed_outside_the_lock() {
         !held.load(Ordering::SeqCst),
         "a block was freed with the pool's lock held"
     );
+    let cycle = slot.lock().unwrap().take();
+    drop(cycle);
 }

@@ -10,11 +10,9 @@ const EDGE: usize = 3;
 
 impl fmt::Display for Tensor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Tensor[{}; ", self.dtype())?;
+        write!(f, "Tensor[{}", self.dtype())?;
         for (i, d) in self.dims().iter().enumerate() {
-            if i > 0 {
-                f.write_str(", ")?;
-            }
+            f.write_str(if i == 0 { "; " } else { ", " })?;
             write!(f, "{d}")?;
         }
         f.write_str("]")?;

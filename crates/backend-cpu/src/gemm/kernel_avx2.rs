@@ -22,6 +22,14 @@ pub(crate) const NR: usize = 16;
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 pub(crate) unsafe fn kernel(kc: usize, a: *const f32, b: *const f32, c: *mut f32, ldc: usize, accumulate: bool) {
+    for i in 0..MR {
+        // Fetch the C tile while the products run (it is read or written at the end).
+        // SAFETY: prefetches never fault; the addresses lie inside the tile anyway.
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T0>(c.add(i * ldc) as *const i8);
+            _mm_prefetch::<_MM_HINT_T0>(c.add(i * ldc + NR - 1) as *const i8);
+        }
+    }
     let mut acc = [[_mm256_setzero_ps(); 2]; MR];
     let (mut a, mut b) = (a, b);
     for _ in 0..kc {

@@ -22,6 +22,8 @@ mod kernel_avx2;
 mod kernel_scalar;
 pub(crate) mod operand;
 mod pack;
+#[cfg(test)]
+mod probe;
 
 use std::ops::Range;
 use std::sync::Mutex;
@@ -94,6 +96,7 @@ pub(crate) fn avx2_kernel() -> Option<GemmKernel> {
 }
 
 /// The fastest kernel this CPU runs.
+#[cfg(test)]
 pub(crate) fn best_kernel() -> GemmKernel {
     avx2_kernel().unwrap_or(SCALAR)
 }

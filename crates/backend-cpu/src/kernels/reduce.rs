@@ -59,8 +59,7 @@ pub(crate) fn sum_sq_row<S: Simd>(s: S, x: &[f32]) -> f32 {
 #[inline(always)]
 pub(crate) fn sum_sq_dev_row<S: Simd>(s: S, x: &[f32], c: f32) -> f32 {
     let vc = s.splat(c);
-    // A partial tail is padded with `c`, which contributes 0; the accumulators start at
-    // `c` too, so subtract their `ACC · LANES · 0` = nothing: start them at 0 instead.
+    // Whole vectors in SIMD, the tail (< LANES values) in scalar code.
     let n = x.len() - x.len() % S::LANES;
     let body = s.reduce_add(fold_row!(s, &x[..n], 0.0, |acc, v| s.mul_add(s.sub(v, vc), s.sub(v, vc), acc)));
     body + x[n..].iter().map(|v| (v - c) * (v - c)).sum::<f32>()
@@ -138,8 +137,4 @@ simd_dispatch! {
     pub(crate) fn reduce(op: ReduceOp, x: &[f32]) -> f32 = reduce_row;
     /// The first index of the maximum of a non-empty contiguous row.
     pub(crate) fn argmax(x: &[f32]) -> usize = argmax_row;
-    /// Σ x² over a contiguous row.
-    pub(crate) fn sum_sq(x: &[f32]) -> f32 = sum_sq_row;
-    /// Σ (x - c)² over a contiguous row.
-    pub(crate) fn sum_sq_dev(x: &[f32], c: f32) -> f32 = sum_sq_dev_row;
 }

@@ -96,6 +96,7 @@ pub(crate) fn avx2_kernels() -> Option<QuantKernels> {
 }
 
 /// The fastest table this CPU runs.
+#[cfg(test)]
 pub(crate) fn best_kernels() -> QuantKernels {
     avx2_kernels().unwrap_or(SCALAR)
 }

@@ -15,11 +15,15 @@
 #[cfg(target_arch = "x86_64")]
 mod avx2;
 mod kernels;
+#[cfg(test)]
+mod probe;
 
 use tempra_tensor::quant::vec_dot_dtype;
 use tempra_tensor::{Result, Tensor, TensorError};
 
-pub(crate) use kernels::{QuantKernels, best_kernels};
+pub(crate) use kernels::{QuantKernels, SCALAR, avx2_kernels};
+#[cfg(test)]
+pub(crate) use kernels::best_kernels;
 
 use crate::gemm::Gemm;
 

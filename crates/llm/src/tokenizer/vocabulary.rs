@@ -245,11 +245,14 @@ impl Vocabulary {
     /// end generation; the first of them is the EOT id when `special.eot` is `None`.
     ///
     /// ```
-    /// use tempra_llm::tokenizer::{TokenizeOptions, TokenizerModel, VocabParts, Vocabulary};
+    /// use tempra_llm::tokenizer::{TokenType, TokenizeOptions, TokenizerModel, VocabParts, Vocabulary};
     ///
     /// let tokens = ["<unk>", "<s>", "</s>", "▁", "h", "i", "▁h", "▁hi"];
     /// let mut parts = VocabParts::new(TokenizerModel::Spm, tokens.iter().map(|t| t.as_bytes().to_vec()).collect());
     /// parts.scores = Some(vec![0.0, 0.0, 0.0, -1.0, -2.0, -3.0, -0.5, -0.1]);
+    /// let mut types = vec![TokenType::Normal; tokens.len()];
+    /// types[..3].copy_from_slice(&[TokenType::Unknown, TokenType::Control, TokenType::Control]);
+    /// parts.token_types = Some(types);
     /// let vocab = Vocabulary::from_parts(parts)?;
     /// assert_eq!(vocab.tokenize("hi", TokenizeOptions::default()), [1, 7]);
     /// assert_eq!(vocab.detokenize(&[1, 7], Default::default())?, "hi");

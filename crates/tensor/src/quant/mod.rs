@@ -139,6 +139,8 @@ fn dequantize_bytes<B: QuantBlock>(src: &[u8], dst: &mut [f32]) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use bytemuck::Zeroable;
+
     use super::*;
 
     const BLOCK_DTYPES: [DType; 12] = [
@@ -160,6 +162,43 @@ mod tests {
         (0..n)
             .map(|i| (i as f32 * 0.37).sin() * 3.0 - 0.25)
             .collect()
+    }
+
+    #[test]
+    fn block_structs_have_ggml_sizes() {
+        // sizeof(block_*) in ggml-common.h.
+        let sizes = [
+            size_of::<BlockQ4_0>(),
+            size_of::<BlockQ4_1>(),
+            size_of::<BlockQ5_0>(),
+            size_of::<BlockQ5_1>(),
+            size_of::<BlockQ8_0>(),
+            size_of::<BlockQ8_1>(),
+            size_of::<BlockQ2K>(),
+            size_of::<BlockQ3K>(),
+            size_of::<BlockQ4K>(),
+            size_of::<BlockQ5K>(),
+            size_of::<BlockQ6K>(),
+            size_of::<BlockQ8K>(),
+        ];
+        assert_eq!(sizes, [18, 20, 22, 24, 34, 36, 84, 110, 144, 176, 210, 292]);
+        assert_eq!(align_of::<BlockQ8K>(), 4);
+        assert_eq!(align_of::<BlockQ6K>(), 2);
+    }
+
+    #[test]
+    fn typed_rows_check_lengths() {
+        let src = wave(64);
+        let mut blocks = [BlockQ4_0::zeroed(); 2];
+        assert!(BlockQ4_0::quantize_row(&src[..40], &mut blocks).is_err());
+        assert!(BlockQ4_0::quantize_row(&src[..32], &mut blocks).is_err());
+        BlockQ4_0::quantize_row(&src, &mut blocks).unwrap();
+        let mut out = vec![0f32; 64];
+        assert!(BlockQ4_0::dequantize_row(&blocks, &mut out[..63]).is_err());
+        BlockQ4_0::dequantize_row(&blocks, &mut out).unwrap();
+        let mut bytes = vec![0u8; 36];
+        quantize_row(DType::Q4_0, &src, &mut bytes).unwrap();
+        assert_eq!(bytes, bytemuck::cast_slice::<BlockQ4_0, u8>(&blocks));
     }
 
     #[test]

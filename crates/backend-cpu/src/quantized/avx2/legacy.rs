@@ -7,7 +7,7 @@
 
 use std::arch::x86_64::*;
 
-use super::{bits32, dot_u8_i8, fp16, hsum, nibbles32, rows, rows_dispatch};
+use super::{bits32, dot_u8_i8, fp16, fp16_product, hsum, nibbles32, rows, rows_dispatch};
 use crate::quantized::kernels::DotFn;
 
 /// Q4_0 × Q8_0.
@@ -21,24 +21,26 @@ pub(super) const DOT_Q5_1: DotFn = rows_dispatch!(dot_q5_1);
 /// Q8_0 × Q8_0.
 pub(super) const DOT_Q8_0: DotFn = rows_dispatch!(dot_q8_0);
 
-/// Signed weights `qx` (−127..=127) against Q8_0 activation rows: the shared inner step.
+/// Signed weights `qx` (−127..=127, scale the f16 at `wp`) against Q8_0 activation rows:
+/// the shared inner step.
 ///
 /// # Safety
 ///
 /// Each `a[r]` points to a readable Q8_0 block; AVX2, FMA, F16C present.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn signed_step<const R: usize>(qx: __m256i, dw: f32, a: &[*const u8; R], acc: &mut [__m256; R]) {
+unsafe fn signed_step<const R: usize>(qx: __m256i, wp: *const u8, a: &[*const u8; R], acc: &mut [__m256; R]) {
     let ax = _mm256_sign_epi8(qx, qx);
     for r in 0..R {
-        // SAFETY: a readable 34-byte Q8_0 block at `a[r]`.
-        let (da, qy) = unsafe { (fp16(a[r]), _mm256_loadu_si256(a[r].add(2) as *const __m256i)) };
+        // SAFETY: a readable 34-byte Q8_0 block at `a[r]`, the weight scale at `wp`.
+        let (d, qy) = unsafe { (fp16_product(wp, a[r]), _mm256_loadu_si256(a[r].add(2) as *const __m256i)) };
         let p = dot_u8_i8(ax, _mm256_sign_epi8(qy, qx));
-        acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * da), p, acc[r]);
+        acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d), p, acc[r]);
     }
 }
 
-/// Unsigned weights `qx` with a min `m` against Q8_1 activation rows.
+/// Unsigned weights `qx` (scale the f16 at `wp`) with a min `m` against Q8_1 activation
+/// rows.
 ///
 /// # Safety
 ///
@@ -47,16 +49,17 @@ unsafe fn signed_step<const R: usize>(qx: __m256i, dw: f32, a: &[*const u8; R], 
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn unsigned_step<const R: usize>(
     qx: __m256i,
-    dw: f32,
+    wp: *const u8,
     m: f32,
     a: &[*const u8; R],
     acc: &mut [__m256; R],
     mins: &mut [f32; R],
 ) {
     for r in 0..R {
-        // SAFETY: a readable 36-byte Q8_1 block at `a[r]`.
-        let (da, sa, qy) = unsafe { (fp16(a[r]), fp16(a[r].add(2)), _mm256_loadu_si256(a[r].add(4) as *const __m256i)) };
-        acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * da), dot_u8_i8(qx, qy), acc[r]);
+        // SAFETY: a readable 36-byte Q8_1 block at `a[r]`, the weight scale at `wp`.
+        let (d, sa, qy) =
+            unsafe { (fp16_product(wp, a[r]), fp16(a[r].add(2)), _mm256_loadu_si256(a[r].add(4) as *const __m256i)) };
+        acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d), dot_u8_i8(qx, qy), acc[r]);
         mins[r] += m * sa;
     }
 }
@@ -89,7 +92,7 @@ unsafe fn dot_q4_0<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], 
         // SAFETY: an 18-byte Q4_0 block at `wp`; Q8_0 blocks at `a`.
         unsafe {
             let qx = _mm256_sub_epi8(nibbles32(wp.add(2)), _mm256_set1_epi8(8));
-            signed_step(qx, fp16(wp), &a, &mut acc);
+            signed_step(qx, wp, &a, &mut acc);
         }
     });
     for r in 0..R {
@@ -109,7 +112,7 @@ unsafe fn dot_q5_0<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], 
             // level = nibble | (bit << 4) − 16: OR 0xF0 (−16 as i8) where the bit is clear.
             let hi = _mm256_andnot_si256(bits32(wp.add(2)), _mm256_set1_epi8(0xF0u8 as i8));
             let qx = _mm256_or_si256(nibbles32(wp.add(6)), hi);
-            signed_step(qx, fp16(wp), &a, &mut acc);
+            signed_step(qx, wp, &a, &mut acc);
         }
     });
     for r in 0..R {
@@ -127,7 +130,7 @@ unsafe fn dot_q8_0<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], 
         // SAFETY: a 34-byte Q8_0 block at `wp`; Q8_0 blocks at `a`.
         unsafe {
             let qx = _mm256_loadu_si256(wp.add(2) as *const __m256i);
-            signed_step(qx, fp16(wp), &a, &mut acc);
+            signed_step(qx, wp, &a, &mut acc);
         }
     });
     for r in 0..R {
@@ -146,7 +149,7 @@ unsafe fn dot_q4_1<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], 
         // SAFETY: a 20-byte Q4_1 block at `wp`; Q8_1 blocks at `a`.
         unsafe {
             let qx = nibbles32(wp.add(4));
-            unsigned_step(qx, fp16(wp), fp16(wp.add(2)), &a, &mut acc, &mut mins);
+            unsigned_step(qx, wp, fp16(wp.add(2)), &a, &mut acc, &mut mins);
         }
     });
     for r in 0..R {
@@ -166,7 +169,7 @@ unsafe fn dot_q5_1<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], 
         unsafe {
             let hi = _mm256_and_si256(bits32(wp.add(4)), _mm256_set1_epi8(0x10));
             let qx = _mm256_or_si256(nibbles32(wp.add(8)), hi);
-            unsigned_step(qx, fp16(wp), fp16(wp.add(2)), &a, &mut acc, &mut mins);
+            unsigned_step(qx, wp, fp16(wp.add(2)), &a, &mut acc, &mut mins);
         }
     });
     for r in 0..R {

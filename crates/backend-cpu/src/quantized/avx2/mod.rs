@@ -62,6 +62,11 @@ pub(crate) use rows_dispatch;
 
 /// An f16 at `p` (any alignment) as f32.
 ///
+/// The value is moved in with `vmovd` from a general register: a lane insert
+/// (`vpinsrw`) would merge into whatever register the allocator picks, and when that is
+/// an accumulator the merge chains every block to the previous block's FMA (measured:
+/// 16 instead of 5 cycles per Q4_0 block).
+///
 /// # Safety
 ///
 /// `p` points to 2 readable bytes; F16C present.
@@ -69,8 +74,22 @@ pub(crate) use rows_dispatch;
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn fp16(p: *const u8) -> f32 {
     // SAFETY: 2 readable bytes at `p`.
-    let bits = unsafe { std::ptr::read_unaligned(p as *const u16) };
+    let bits = unsafe { std::ptr::read_unaligned(p as *const u16) } as u32;
     _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32)))
+}
+
+/// The product of the f16 values at `p` and `q` (both converted in one instruction).
+///
+/// # Safety
+///
+/// `p` and `q` point to 2 readable bytes each; F16C present.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn fp16_product(p: *const u8, q: *const u8) -> f32 {
+    // SAFETY: 2 readable bytes at each pointer.
+    let (a, b) = unsafe { (std::ptr::read_unaligned(p as *const u16) as u32, std::ptr::read_unaligned(q as *const u16) as u32) };
+    let v = _mm_cvtph_ps(_mm_cvtsi32_si128((a | (b << 16)) as i32));
+    _mm_cvtss_f32(_mm_mul_ss(v, _mm_movehdup_ps(v)))
 }
 
 /// 16 bytes at `p` split into 32 nibbles: lanes 0..16 the low nibbles, 16..32 the high.

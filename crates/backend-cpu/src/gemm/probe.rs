@@ -1,0 +1,116 @@
+//! Timing probes for tuning (ignored tests; run with
+//! `cargo test --release -p tempra-backend-cpu gemm::probe -- --ignored --nocapture`).
+
+use std::time::Instant;
+
+use super::*;
+use crate::parallel::Serial;
+
+fn best_of(reps: usize, mut f: impl FnMut()) -> f64 {
+    (0..reps)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+#[test]
+#[ignore]
+fn micro_kernel_in_cache() {
+    let k = best_kernel();
+    let kc = 256;
+    let a = vec![0.5f32; k.mr * kc];
+    let b = vec![0.25f32; k.nr * kc];
+    let mut c = vec![0f32; k.mr * k.nr];
+    let calls = 20_000;
+    let t = best_of(5, || {
+        for _ in 0..calls {
+            // SAFETY: panels of `kc` steps and an mr × nr tile; the kernel matches the CPU.
+            unsafe { (k.run)(kc, a.as_ptr(), b.as_ptr(), c.as_mut_ptr(), k.nr, true) };
+        }
+    });
+    let flops = 2.0 * (k.mr * k.nr * kc * calls) as f64;
+    println!("{} micro-kernel: {:.1} GFLOP/s", k.name, flops / t / 1e9);
+}
+
+#[test]
+#[ignore]
+fn blocked_gemm_one_thread() {
+    let pool = HostPool::host();
+    for &n in &[512usize, 1024, 2048] {
+        let a = vec![0.5f32; n * n];
+        let b = vec![0.25f32; n * n];
+        let mut c = vec![0f32; n * n];
+        let g = Gemm { kernel: best_kernel(), pool: &pool, par: &Serial };
+        let (ma, mb) = (
+            MatRef { values: Values::F32(&a), offset: 0, rs: n, cs: 1 },
+            MatRef { values: Values::F32(&b), offset: 0, rs: n, cs: 1 },
+        );
+        let out = OutPtr::new(&mut c, n);
+        // SAFETY: `c` is an n × n matrix held here.
+        let t = best_of(3, || unsafe { g.gemm(n, n, n, ma, mb, out).unwrap() });
+        println!("{} gemm {n}^3: {:.1} GFLOP/s", g.kernel.name, 2.0 * (n * n * n) as f64 / t / 1e9);
+    }
+}
+
+#[test]
+#[ignore]
+fn blocking_sweep() {
+    let pool = HostPool::host();
+    let n = 1024;
+    let a = vec![0.5f32; n * n];
+    let b = vec![0.25f32; n * n];
+    let mut c = vec![0f32; n * n];
+    let (ma, mb) = (
+        MatRef { values: Values::F32(&a), offset: 0, rs: n, cs: 1 },
+        MatRef { values: Values::F32(&b), offset: 0, rs: n, cs: 1 },
+    );
+    let out = OutPtr::new(&mut c, n);
+    for kc in [128, 192, 256, 320, 384] {
+        for mc in [48, 72, 120, 192, 288] {
+            let kernel = GemmKernel { kc, mc, ..best_kernel() };
+            let g = Gemm { kernel, pool: &pool, par: &Serial };
+            // SAFETY: `c` is an n × n matrix held here.
+            let t = best_of(3, || unsafe { g.gemm(n, n, n, ma, mb, out).unwrap() });
+            println!("kc {kc} mc {mc}: {:.1} GFLOP/s", 2.0 * (n * n * n) as f64 / t / 1e9);
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn fma_loop(iters: usize) -> f32 {
+    use std::arch::x86_64::*;
+    let mut acc = [_mm256_set1_ps(0.0); 12];
+    let x = std::hint::black_box(_mm256_set1_ps(0.999_999));
+    let y = std::hint::black_box(_mm256_set1_ps(1e-7));
+    for _ in 0..std::hint::black_box(iters) {
+        for a in acc.iter_mut() {
+            *a = _mm256_fmadd_ps(*a, x, y);
+        }
+    }
+    let mut s = 0.0;
+    for a in acc {
+        let mut v = [0f32; 8];
+        // SAFETY: 8 writable floats.
+        unsafe { _mm256_storeu_ps(v.as_mut_ptr(), a) };
+        s += v.iter().sum::<f32>();
+    }
+    s
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+#[ignore]
+fn fma_peak() {
+    if avx2_kernel().is_none() {
+        return;
+    }
+    let iters = 20_000_000;
+    let mut sink = 0.0;
+    // SAFETY: AVX2 and FMA were detected above.
+    let t = best_of(3, || sink += unsafe { fma_loop(iters) });
+    println!("fma peak: {:.1} GFLOP/s (sink {sink})", 2.0 * 8.0 * 12.0 * iters as f64 / t / 1e9);
+}
