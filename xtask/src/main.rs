@@ -1,5 +1,7 @@
 //! `cargo xtask <command>`: tempra's project tasks.
 
+mod bench_facade;
+mod machine_peaks;
 mod make_model;
 
 use std::process::Command;
@@ -15,6 +17,7 @@ fn main() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("ci") => ci(),
         Some("make-model") => make_model::make_model(&args[1..]),
+        Some("bench-facade") => bench_facade::bench_facade(&args[1..]),
         Some("help") | None => {
             print_help();
             Ok(())
@@ -28,7 +31,7 @@ fn main() -> Result<()> {
 
 fn print_help() {
     println!(
-        "cargo xtask <command>\n\ncommands:\n  ci          fmt check, clippy -D warnings, the test suite\n  make-model  random-weight GGUF models (see `cargo xtask make-model --help`)"
+        "cargo xtask <command>\n\ncommands:\n  ci          fmt check, clippy -D warnings, the test suite\n  make-model  random-weight GGUF models (see `cargo xtask make-model --help`)\n  bench-facade  facade ops at LLM shapes on the CPU backend vs the machine's peaks (see `cargo xtask bench-facade --help`)"
     );
 }
 
@@ -49,6 +52,16 @@ fn cargo(stage: &str, args: &[&str]) -> Result<()> {
 
 fn ci() -> Result<()> {
     cargo("fmt", &["fmt", "--all", "--check"])?;
-    cargo("clippy", &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])?;
+    cargo(
+        "clippy",
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
+    )?;
     cargo("tests", TEST_ARGS)
 }

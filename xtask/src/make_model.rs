@@ -8,7 +8,6 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use tempra_llm::model_config::Arch;
-use tempra_llm::quantize::QuantType;
 use tempra_llm::testing::{ModelShape, RandomModelSpec, write_random_model};
 
 pub(crate) const HELP: &str = "\
@@ -34,7 +33,9 @@ pub(crate) fn make_model(args: &[String]) -> Result<()> {
             "--dtype" => spec.qtype = value()?.parse()?,
             "--seed" => {
                 let v = value()?;
-                spec.seed = v.parse().with_context(|| format!("--seed {v} is not a number"))?;
+                spec.seed = v
+                    .parse()
+                    .with_context(|| format!("--seed {v} is not a number"))?;
             }
             "-o" | "--output" => output = Some(PathBuf::from(value()?)),
             "-h" | "--help" => {
@@ -44,12 +45,17 @@ pub(crate) fn make_model(args: &[String]) -> Result<()> {
             other => bail!("unknown make-model argument `{other}`\n\n{HELP}"),
         }
     }
-    let Some(output) = output else { bail!("make-model needs -o FILE\n\n{HELP}") };
+    let Some(output) = output else {
+        bail!("make-model needs -o FILE\n\n{HELP}")
+    };
     let start = Instant::now();
     let file = File::create(&output).with_context(|| format!("creating {}", output.display()))?;
     let writer = write_random_model(&spec, BufWriter::with_capacity(1 << 20, file))
         .with_context(|| format!("writing {}", output.display()))?;
-    writer.into_inner().map_err(|e| e.into_error()).with_context(|| format!("writing {}", output.display()))?;
+    writer
+        .into_inner()
+        .map_err(|e| e.into_error())
+        .with_context(|| format!("writing {}", output.display()))?;
     let size = std::fs::metadata(&output).map(|m| m.len()).unwrap_or(0);
     println!(
         "xtask: wrote {} ({} {}, {:.1}M parameters, seed {}): {:.1} MiB in {:.1}s",

@@ -49,7 +49,9 @@ impl Autograd {
             return Err(AutogradError::NoGraph);
         }
         if root.elem_count() != 1 {
-            return Err(AutogradError::NotScalar { shape: *root.shape() });
+            return Err(AutogradError::NotScalar {
+                shape: *root.shape(),
+            });
         }
         let seed = self.ctx.full(root.dims(), root.dtype(), 1.0)?;
         backward::run(&self.ctx, root, seed)

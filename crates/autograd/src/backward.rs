@@ -15,7 +15,10 @@ use crate::var::{Var, VarId};
 pub(crate) fn run(ctx: &ExecContext, root: &Var, seed: Tensor) -> Result<GradStore> {
     let node = root.node.as_ref().ok_or(AutogradError::NoGraph)?;
     if seed.shape() != root.shape() {
-        return Err(AutogradError::SeedShape { root: *root.shape(), seed: *seed.shape() });
+        return Err(AutogradError::SeedShape {
+            root: *root.shape(),
+            seed: *seed.shape(),
+        });
     }
     let order = topological_order(node);
     let mut pending: HashMap<VarId, Tensor> = HashMap::new();
@@ -24,7 +27,9 @@ pub(crate) fn run(ctx: &ExecContext, root: &Var, seed: Tensor) -> Result<GradSto
     let mut needs = Vec::new();
     // `order` is post-order (inputs before users): walk it from the root down.
     for node in order.iter().rev() {
-        let Some(grad) = pending.remove(&node.id) else { continue };
+        let Some(grad) = pending.remove(&node.id) else {
+            continue;
+        };
         if node.is_leaf() {
             store.insert(node.id, grad);
             continue;
@@ -40,7 +45,9 @@ pub(crate) fn run(ctx: &ExecContext, root: &Var, seed: Tensor) -> Result<GradSto
         // Running the rule consumes it: the views it saved are released right here.
         let grads = rule(ctx, grad, &needs)?;
         for (parent, grad) in node.parents.iter().zip(grads) {
-            let (Some(parent), Some(grad)) = (parent, grad) else { continue };
+            let (Some(parent), Some(grad)) = (parent, grad) else {
+                continue;
+            };
             let grad = sum_to_shape(ctx, node.op, grad, &parent.shape)?;
             accumulate(ctx, &mut pending, parent.id, grad)?;
         }
@@ -56,7 +63,9 @@ fn topological_order(root: &Arc<Node>) -> Vec<Arc<Node>> {
     visited.insert(root.id);
     while let Some((node, next)) = stack.last_mut() {
         let parent = node.parents[*next..].iter().enumerate().find_map(|(i, p)| {
-            p.as_ref().filter(|p| !visited.contains(&p.id)).map(|p| (i, Arc::clone(p)))
+            p.as_ref()
+                .filter(|p| !visited.contains(&p.id))
+                .map(|p| (i, Arc::clone(p)))
         });
         match parent {
             Some((i, parent)) => {
@@ -75,7 +84,12 @@ fn topological_order(root: &Arc<Node>) -> Vec<Arc<Node>> {
 }
 
 /// Adds `grad` into the pending gradient of `id` (in place when that buffer is unshared).
-fn accumulate(ctx: &ExecContext, pending: &mut HashMap<VarId, Tensor>, id: VarId, grad: Tensor) -> Result<()> {
+fn accumulate(
+    ctx: &ExecContext,
+    pending: &mut HashMap<VarId, Tensor>,
+    id: VarId,
+    grad: Tensor,
+) -> Result<()> {
     let total = match pending.remove(&id) {
         None => grad,
         Some(old) if old.is_unique() && old.is_contiguous() => ctx.add_inplace(old, &grad)?,
@@ -87,11 +101,20 @@ fn accumulate(ctx: &ExecContext, pending: &mut HashMap<VarId, Tensor>, id: VarId
 }
 
 /// Sums `grad` over the dims along which an input of `shape` was broadcast to it.
-pub(crate) fn sum_to_shape(ctx: &ExecContext, op: &'static str, grad: Tensor, shape: &Shape) -> Result<Tensor> {
+pub(crate) fn sum_to_shape(
+    ctx: &ExecContext,
+    op: &'static str,
+    grad: Tensor,
+    shape: &Shape,
+) -> Result<Tensor> {
     if grad.shape() == shape {
         return Ok(grad);
     }
-    let mismatch = |got: &Tensor| AutogradError::GradientShape { op, expected: *shape, got: *got.shape() };
+    let mismatch = |got: &Tensor| AutogradError::GradientShape {
+        op,
+        expected: *shape,
+        got: *got.shape(),
+    };
     if grad.rank() < shape.rank() {
         return Err(mismatch(&grad));
     }

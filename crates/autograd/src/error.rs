@@ -14,10 +14,14 @@ pub enum AutogradError {
     #[error(transparent)]
     Tensor(#[from] TensorError),
     /// `backward` was called on a value that no variable reaches.
-    #[error("backward: the root is a constant (no variable reaches it), so there is nothing to differentiate")]
+    #[error(
+        "backward: the root is a constant (no variable reaches it), so there is nothing to differentiate"
+    )]
     NoGraph,
     /// `backward` without a seed needs a one-element root.
-    #[error("backward: the root has shape {shape}; pass a seed gradient for a root of more than one element")]
+    #[error(
+        "backward: the root has shape {shape}; pass a seed gradient for a root of more than one element"
+    )]
     NotScalar {
         /// The root's shape.
         shape: Shape,
@@ -31,7 +35,9 @@ pub enum AutogradError {
         seed: Shape,
     },
     /// A node whose saved tensors an earlier `backward` already released.
-    #[error("backward: the graph through `{op}` was already consumed by an earlier backward (rebuild it with a new forward)")]
+    #[error(
+        "backward: the graph through `{op}` was already consumed by an earlier backward (rebuild it with a new forward)"
+    )]
     GraphConsumed {
         /// The op whose backward rule is gone.
         op: &'static str,
@@ -45,7 +51,9 @@ pub enum AutogradError {
         what: String,
     },
     /// A backward rule produced a gradient that does not reduce to its input's shape.
-    #[error("backward of {op}: gradient of shape {got} does not reduce to the input's shape {expected}")]
+    #[error(
+        "backward of {op}: gradient of shape {got} does not reduce to the input's shape {expected}"
+    )]
     GradientShape {
         /// The op whose rule produced it.
         op: &'static str,

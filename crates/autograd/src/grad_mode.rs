@@ -32,7 +32,10 @@ pub fn is_grad_enabled() -> bool {
 #[must_use = "recording resumes as soon as the guard drops"]
 pub fn no_grad() -> NoGradGuard {
     let previous = GRAD_ENABLED.with(|g| g.replace(false));
-    NoGradGuard { previous, _thread_bound: PhantomData }
+    NoGradGuard {
+        previous,
+        _thread_bound: PhantomData,
+    }
 }
 
 /// Restores the previous grad mode when dropped. Bound to the thread that made it.

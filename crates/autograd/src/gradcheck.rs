@@ -23,7 +23,12 @@ pub struct GradcheckOptions {
 
 impl Default for GradcheckOptions {
     fn default() -> Self {
-        Self { step: 1e-6, rtol: 1e-5, atol: 1e-7, seed: 0x5eed }
+        Self {
+            step: 1e-6,
+            rtol: 1e-5,
+            atol: 1e-7,
+            seed: 0x5eed,
+        }
     }
 }
 
@@ -38,7 +43,13 @@ pub struct GradcheckReport {
 
 /// The scalar `Σ f(inputs) ⊙ r` for a fixed random `r`, so every output element (and so
 /// every path of the backward) is weighted.
-fn projected<F>(ag: &Autograd, f: &F, inputs: &[Var], projection: &mut Option<Tensor>, seed: u64) -> Result<Var>
+fn projected<F>(
+    ag: &Autograd,
+    f: &F,
+    inputs: &[Var],
+    projection: &mut Option<Tensor>,
+    seed: u64,
+) -> Result<Var>
 where
     F: Fn(&Autograd, &[Var]) -> Result<Var>,
 {
@@ -55,7 +66,11 @@ where
 }
 
 fn scalar_value(v: &Var) -> Result<f64> {
-    Ok(v.tensor().to_vec_f64()?.first().copied().unwrap_or(f64::NAN))
+    Ok(v.tensor()
+        .to_vec_f64()?
+        .first()
+        .copied()
+        .unwrap_or(f64::NAN))
 }
 
 /// Checks the gradients of `f` with respect to each of `inputs` (F64 tensors) against
@@ -77,7 +92,12 @@ fn scalar_value(v: &Var) -> Result<f64> {
 /// assert_eq!(report.checked, 12);
 /// # Ok::<(), tempra_autograd::AutogradError>(())
 /// ```
-pub fn gradcheck<F>(ag: &Autograd, inputs: &[Tensor], f: F, options: &GradcheckOptions) -> Result<GradcheckReport>
+pub fn gradcheck<F>(
+    ag: &Autograd,
+    inputs: &[Tensor],
+    f: F,
+    options: &GradcheckOptions,
+) -> Result<GradcheckReport>
 where
     F: Fn(&Autograd, &[Var]) -> Result<Var>,
 {
@@ -105,7 +125,10 @@ where
     drop(grads);
 
     let _guard = no_grad();
-    let mut report = GradcheckReport { checked: 0, max_abs_error: 0.0 };
+    let mut report = GradcheckReport {
+        checked: 0,
+        max_abs_error: 0.0,
+    };
     let mut constants: Vec<Var> = inputs.iter().map(|t| Var::constant(t.clone())).collect();
     for (i, input) in inputs.iter().enumerate() {
         let mut values = input.to_vec_f64()?;
@@ -114,7 +137,13 @@ where
             let mut eval = |x: f64| -> Result<f64> {
                 values[j] = x;
                 constants[i] = Var::constant(ag.ctx().from_slice(&values, input.dims())?);
-                scalar_value(&projected(ag, &f, &constants, &mut projection, options.seed)?)
+                scalar_value(&projected(
+                    ag,
+                    &f,
+                    &constants,
+                    &mut projection,
+                    options.seed,
+                )?)
             };
             let plus = eval(original + options.step)?;
             let minus = eval(original - options.step)?;
@@ -122,8 +151,15 @@ where
             let numeric = (plus - minus) / (2.0 * options.step);
             let a = analytic[i][j];
             let abs_error = (a - numeric).abs();
-            if !(abs_error <= options.atol + options.rtol * numeric.abs()) {
-                return Err(AutogradError::Gradcheck { input: i, index: j, analytic: a, numeric, abs_error });
+            let within = abs_error <= options.atol + options.rtol * numeric.abs();
+            if !within {
+                return Err(AutogradError::Gradcheck {
+                    input: i,
+                    index: j,
+                    analytic: a,
+                    numeric,
+                    abs_error,
+                });
             }
             report.checked += 1;
             report.max_abs_error = report.max_abs_error.max(abs_error);

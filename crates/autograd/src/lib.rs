@@ -28,9 +28,9 @@
 mod autograd;
 mod backward;
 mod error;
-pub mod gradcheck;
 mod grad_mode;
 mod grad_store;
+pub mod gradcheck;
 mod node;
 mod ops;
 pub mod optim;

@@ -44,7 +44,13 @@ pub(crate) struct Node {
 impl Node {
     /// A leaf node (a variable) of `shape`.
     pub(crate) fn leaf(shape: Shape) -> Node {
-        Node { id: VarId::fresh(), op: "leaf", shape, parents: Vec::new(), rule: Mutex::new(None) }
+        Node {
+            id: VarId::fresh(),
+            op: "leaf",
+            shape,
+            parents: Vec::new(),
+            rule: Mutex::new(None),
+        }
     }
 
     /// Whether this is a variable rather than an op result.
@@ -60,7 +66,10 @@ impl Drop for Node {
         if self.parents.is_empty() {
             return;
         }
-        let mut stack: Vec<Arc<Node>> = std::mem::take(&mut self.parents).into_iter().flatten().collect();
+        let mut stack: Vec<Arc<Node>> = std::mem::take(&mut self.parents)
+            .into_iter()
+            .flatten()
+            .collect();
         while let Some(node) = stack.pop() {
             if let Some(mut node) = Arc::into_inner(node) {
                 stack.extend(std::mem::take(&mut node.parents).into_iter().flatten());
@@ -104,5 +113,8 @@ pub(crate) fn record(
         parents: inputs.iter().map(|v| v.node.clone()).collect(),
         rule: Mutex::new(Some(rule)),
     };
-    Var { tensor: out, node: Some(Arc::new(node)) }
+    Var {
+        tensor: out,
+        node: Some(Arc::new(node)),
+    }
 }

@@ -59,11 +59,18 @@ impl ParamStore {
 
     fn insert(&mut self, name: &str, var: Var, trainable: bool) -> Result<ParamId> {
         if self.by_name.contains_key(name) {
-            return Err(AutogradError::Parameter { name: name.into(), reason: "already in the store".into() });
+            return Err(AutogradError::Parameter {
+                name: name.into(),
+                reason: "already in the store".into(),
+            });
         }
         let id = ParamId(self.entries.len());
         self.by_name.insert(name.to_string(), id.0);
-        self.entries.push(Entry { name: name.to_string(), var, trainable });
+        self.entries.push(Entry {
+            name: name.to_string(),
+            var,
+            trainable,
+        });
         Ok(id)
     }
 
@@ -105,12 +112,19 @@ impl ParamStore {
 
     /// Every parameter in insertion order, with its id and name.
     pub fn iter(&self) -> impl Iterator<Item = (ParamId, &str, &Var)> {
-        self.entries.iter().enumerate().map(|(i, e)| (ParamId(i), e.name.as_str(), &e.var))
+        self.entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (ParamId(i), e.name.as_str(), &e.var))
     }
 
     /// The trainable parameters' ids, in insertion order.
     pub fn trainable_ids(&self) -> impl Iterator<Item = ParamId> + '_ {
-        self.entries.iter().enumerate().filter(|(_, e)| e.trainable).map(|(i, _)| ParamId(i))
+        self.entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.trainable)
+            .map(|(i, _)| ParamId(i))
     }
 
     /// How many parameters the store holds.
@@ -125,7 +139,11 @@ impl ParamStore {
 
     /// The number of trainable scalars.
     pub fn trainable_elements(&self) -> usize {
-        self.entries.iter().filter(|e| e.trainable).map(|e| e.var.elem_count()).sum()
+        self.entries
+            .iter()
+            .filter(|e| e.trainable)
+            .map(|e| e.var.elem_count())
+            .sum()
     }
 
     /// Replaces parameter `id`'s value with one of the same shape and dtype, keeping its
@@ -150,16 +168,22 @@ impl ParamStore {
 
     fn entry_mut(&mut self, id: ParamId) -> Result<&mut Entry> {
         let len = self.entries.len();
-        self.entries.get_mut(id.0).ok_or_else(|| AutogradError::Parameter {
-            name: format!("#{}", id.0),
-            reason: format!("no such parameter (the store holds {len})"),
-        })
+        self.entries
+            .get_mut(id.0)
+            .ok_or_else(|| AutogradError::Parameter {
+                name: format!("#{}", id.0),
+                reason: format!("no such parameter (the store holds {len})"),
+            })
     }
 
     /// Runs `f` on parameter `id`'s value taken by value (so in-place facade ops can reuse
     /// its buffer) and stores the result, which must keep the shape. On error the
     /// parameter is left holding a rank-0 placeholder.
-    pub(crate) fn update(&mut self, id: ParamId, f: impl FnOnce(Tensor) -> Result<Tensor>) -> Result<()> {
+    pub(crate) fn update(
+        &mut self,
+        id: ParamId,
+        f: impl FnOnce(Tensor) -> Result<Tensor>,
+    ) -> Result<()> {
         let placeholder = match &self.placeholder {
             Some(p) => p.clone(),
             None => {
@@ -189,8 +213,17 @@ impl ParamStore {
 
     /// Writes every parameter (trainable and frozen, plain dtypes) to a safetensors file,
     /// with `metadata` pairs in its header.
-    pub fn save_safetensors(&self, ctx: &ExecContext, path: &Path, metadata: &[(&str, &str)]) -> Result<()> {
-        let tensors: Vec<(&str, &Tensor)> = self.entries.iter().map(|e| (e.name.as_str(), &e.var.tensor)).collect();
+    pub fn save_safetensors(
+        &self,
+        ctx: &ExecContext,
+        path: &Path,
+        metadata: &[(&str, &str)],
+    ) -> Result<()> {
+        let tensors: Vec<(&str, &Tensor)> = self
+            .entries
+            .iter()
+            .map(|e| (e.name.as_str(), &e.var.tensor))
+            .collect();
         safetensors::save(ctx, path, &tensors, metadata)
     }
 
@@ -208,13 +241,16 @@ impl ParamStore {
     /// error; tensors in the file that the store lacks are ignored. Returns how many
     /// parameters were loaded.
     pub fn load_safetensors(&mut self, ctx: &ExecContext, path: &Path) -> Result<usize> {
-        let mut loaded: HashMap<String, Tensor> = safetensors::load(ctx, path)?.tensors.into_iter().collect();
+        let mut loaded: HashMap<String, Tensor> =
+            safetensors::load(ctx, path)?.tensors.into_iter().collect();
         for i in 0..self.entries.len() {
             let name = self.entries[i].name.clone();
-            let value = loaded.remove(&name).ok_or_else(|| AutogradError::Parameter {
-                name: name.clone(),
-                reason: format!("missing from {}", path.display()),
-            })?;
+            let value = loaded
+                .remove(&name)
+                .ok_or_else(|| AutogradError::Parameter {
+                    name: name.clone(),
+                    reason: format!("missing from {}", path.display()),
+                })?;
             self.set(ParamId(i), value)?;
         }
         Ok(self.entries.len())
@@ -233,6 +269,8 @@ impl Index<ParamId> for ParamStore {
 
 impl std::fmt::Debug for ParamStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_map().entries(self.entries.iter().map(|e| (&e.name, e.var.shape()))).finish()
+        f.debug_map()
+            .entries(self.entries.iter().map(|e| (&e.name, e.var.shape())))
+            .finish()
     }
 }

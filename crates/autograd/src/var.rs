@@ -44,7 +44,10 @@ impl Var {
     /// A leaf variable (requires grad) with a fresh [`VarId`].
     pub fn variable(tensor: Tensor) -> Var {
         let node = Node::leaf(*tensor.shape());
-        Var { tensor, node: Some(Arc::new(node)) }
+        Var {
+            tensor,
+            node: Some(Arc::new(node)),
+        }
     }
 
     /// The value.

@@ -20,7 +20,10 @@ fn constants_record_nothing() {
     let y = ag.exp(&ag.mul(&x, &x).unwrap()).unwrap();
     assert!(!y.requires_grad());
     assert_eq!((y.id(), y.op_name()), (None, None));
-    assert!(matches!(ag.backward(&ag.sum_all(&y).unwrap()), Err(AutogradError::NoGraph)));
+    assert!(matches!(
+        ag.backward(&ag.sum_all(&y).unwrap()),
+        Err(AutogradError::NoGraph)
+    ));
 }
 
 #[test]
@@ -31,7 +34,9 @@ fn gradients_accumulate_over_every_use() {
     let a = ag.mul_scalar(&x, 2.0).unwrap();
     let b = ag.mul_scalar(&x, 3.0).unwrap();
     let c = ag.mul(&x, &x).unwrap();
-    let y = ag.sum_all(&ag.add(&ag.add(&a, &b).unwrap(), &c).unwrap()).unwrap();
+    let y = ag
+        .sum_all(&ag.add(&ag.add(&a, &b).unwrap(), &c).unwrap())
+        .unwrap();
     let grads = ag.backward(&y).unwrap();
     assert_eq!(values(grads.get(&x).unwrap()), [7.0, 1.0]);
     assert_eq!(grads.len(), 1, "only leaves are kept");
@@ -41,10 +46,15 @@ fn gradients_accumulate_over_every_use() {
 #[test]
 fn broadcast_inputs_get_reduced_gradients() {
     let (ctx, ag) = setup();
-    let x = Var::constant(ctx.from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap());
+    let x = Var::constant(
+        ctx.from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3])
+            .unwrap(),
+    );
     let b = Var::variable(ctx.from_slice(&[1.0f32, 1.0, 1.0], &[3]).unwrap());
     let s = Var::variable(ctx.from_slice(&[2.0f32], &[1, 1]).unwrap());
-    let y = ag.sum_all(&ag.mul(&ag.add(&x, &b).unwrap(), &s).unwrap()).unwrap();
+    let y = ag
+        .sum_all(&ag.mul(&ag.add(&x, &b).unwrap(), &s).unwrap())
+        .unwrap();
     let g = ag.backward(&y).unwrap();
     assert_eq!(values(g.get(&b).unwrap()), [4.0, 4.0, 4.0]);
     assert_eq!(g.get(&s).unwrap().dims(), [1, 1]);
@@ -75,15 +85,27 @@ fn backward_errors_name_the_problem() {
     let (ctx, ag) = setup();
     let x = Var::variable(ctx.from_slice(&[1.0f32, 2.0], &[2]).unwrap());
     let y = ag.exp(&x).unwrap();
-    assert!(matches!(ag.backward(&y), Err(AutogradError::NotScalar { .. })));
+    assert!(matches!(
+        ag.backward(&y),
+        Err(AutogradError::NotScalar { .. })
+    ));
     let wrong = ctx.zeros(&[3], DType::F32).unwrap();
-    assert!(matches!(ag.backward_with(&y, wrong), Err(AutogradError::SeedShape { .. })));
+    assert!(matches!(
+        ag.backward_with(&y, wrong),
+        Err(AutogradError::SeedShape { .. })
+    ));
     let seed = ctx.from_slice(&[1.0f32, 0.5], &[2]).unwrap();
     let g = ag.backward_with(&y, seed.clone()).unwrap();
     let (got, e) = (values(g.get(&x).unwrap()), std::f64::consts::E);
-    assert!((got[0] as f64 - e).abs() < 1e-6 && (got[1] as f64 - 0.5 * e * e).abs() < 1e-6, "{got:?}");
+    assert!(
+        (got[0] as f64 - e).abs() < 1e-6 && (got[1] as f64 - 0.5 * e * e).abs() < 1e-6,
+        "{got:?}"
+    );
     let err = ag.backward_with(&y, seed).unwrap_err();
-    assert!(matches!(err, AutogradError::GraphConsumed { op: "exp" }), "{err}");
+    assert!(
+        matches!(err, AutogradError::GraphConsumed { op: "exp" }),
+        "{err}"
+    );
     // A facade error carries the facade's message.
     let err = ag.matmul(&x, &x).unwrap_err();
     assert!(err.to_string().contains("matmul"), "{err}");
@@ -116,9 +138,12 @@ fn deep_graphs_run_and_drop_without_recursion() {
     drop(z); // unused graph: dropped iteratively
 }
 
+/// One step of the chain.
+type Step<'a> = &'a dyn Fn(&Var) -> Result<Var>;
+
 /// Sixteen elementwise ops, each with a saved input or output when recording.
 fn chain(ag: &Autograd, x: &Var, mut each: impl FnMut()) -> Result<Var> {
-    let steps: [&dyn Fn(&Var) -> Result<Var>; 16] = [
+    let steps: [Step<'_>; 16] = [
         &|v| ag.tanh(v),
         &|v| ag.mul_scalar(v, 1.5),
         &|v| ag.sigmoid(v),
@@ -151,7 +176,10 @@ fn constants_chain_keeps_at_most_three_leases() {
     let x = Var::constant(ctx.randn(&[64, 64], DType::F32, 0.0, 1.0, 1).unwrap());
     let one = ctx.pool_stats().outstanding_bytes - base.outstanding_bytes;
     let mut most = 0;
-    let y = chain(&ag, &x, || most = most.max(ctx.pool_stats().outstanding - base.outstanding)).unwrap();
+    let y = chain(&ag, &x, || {
+        most = most.max(ctx.pool_stats().outstanding - base.outstanding)
+    })
+    .unwrap();
     assert!(most <= 3, "{most} leases outstanding in a constant chain");
     // Peak bytes see inside each op too (output allocated while its input lives); the
     // recip step's `+1` temporary makes four at most.
@@ -168,7 +196,10 @@ fn variable_chain_retains_until_backward_then_frees() {
     let x = Var::variable(ctx.randn(&[64, 64], DType::F32, 0.0, 1.0, 1).unwrap());
     let mut during = Vec::new();
     let y = chain(&ag, &x, || during.push(ctx.pool_stats().outstanding - base)).unwrap();
-    assert!(during.windows(2).all(|w| w[1] >= w[0]), "retained intermediates only grow: {during:?}");
+    assert!(
+        during.windows(2).all(|w| w[1] >= w[0]),
+        "retained intermediates only grow: {during:?}"
+    );
     // Every op but the scalar add/mul keeps its input or output (the +1 inside the
     // recip step is kept by recip), plus x and y themselves.
     let retained = ctx.pool_stats().outstanding - base;
@@ -176,7 +207,11 @@ fn variable_chain_retains_until_backward_then_frees() {
     let loss = ag.sum_all(&y).unwrap();
     let grads = ag.backward(&loss).unwrap();
     // After backward: x, y, the loss and x's gradient; every saved view is released.
-    assert_eq!(ctx.pool_stats().outstanding - base, 4, "saved tensors freed after backward");
+    assert_eq!(
+        ctx.pool_stats().outstanding - base,
+        4,
+        "saved tensors freed after backward"
+    );
     drop((grads, loss, y, x));
     assert_eq!(ctx.pool_stats().outstanding, base);
 }

@@ -15,7 +15,13 @@ pub(crate) fn float_values<'a>(op: &'static str, t: &'a Tensor) -> Result<Values
         DType::F32 => Values::F32(t.host_slice::<f32>()?),
         DType::F16 => Values::F16(t.host_slice::<half::f16>()?),
         DType::BF16 => Values::BF16(t.host_slice::<half::bf16>()?),
-        other => return Err(TensorError::DType { op, dtype: other, what: "f32, f16 or bf16" }),
+        other => {
+            return Err(TensorError::DType {
+                op,
+                dtype: other,
+                what: "f32, f16 or bf16",
+            });
+        }
     })
 }
 
@@ -41,7 +47,12 @@ pub(crate) fn matmul(g: &Gemm<'_>, a: &Tensor, b: &Tensor, out: &mut Tensor) -> 
     let (va, vb) = (float_values(OP, a)?, float_values(OP, b)?);
     let (la, lb) = (a.layout(), b.layout());
     let (sa, sb) = (la.strides(), lb.strides());
-    let matrix = |values, offset, s: &[usize]| MatRef { values, offset, rs: s[rank - 2], cs: s[rank - 1] };
+    let matrix = |values, offset, s: &[usize]| MatRef {
+        values,
+        offset,
+        rs: s[rank - 2],
+        cs: s[rank - 1],
+    };
     let out_offset = out.layout().offset();
     let c = &mut out.host_slice_mut::<f32>()?[out_offset..out_offset + batches * m * n];
     if c.is_empty() {
@@ -49,8 +60,16 @@ pub(crate) fn matmul(g: &Gemm<'_>, a: &Tensor, b: &Tensor, out: &mut Tensor) -> 
     }
     let c_ptr = OutPtr::new(c, n);
     let operands = |bi: usize| {
-        let a = matrix(va, la.offset() + batch_offset(bi, batch_dims, &sa[..rank - 2]), sa);
-        let b = matrix(vb, lb.offset() + batch_offset(bi, batch_dims, &sb[..rank - 2]), sb);
+        let a = matrix(
+            va,
+            la.offset() + batch_offset(bi, batch_dims, &sa[..rank - 2]),
+            sa,
+        );
+        let b = matrix(
+            vb,
+            lb.offset() + batch_offset(bi, batch_dims, &sb[..rank - 2]),
+            sb,
+        );
         (a, b)
     };
     let macs = m * n * k.max(1);

@@ -54,7 +54,9 @@ pub(crate) struct Exec<'a> {
 impl Exec<'_> {
     /// A scratch lease of `len` f32 from the pool (kernels never allocate otherwise).
     pub(crate) fn scratch_f32(&self, op: &'static str, len: usize) -> Result<HostLease> {
-        self.pool.acquire(len * 4).map_err(|source| TensorError::Pool { op, source })
+        self.pool
+            .acquire(len * 4)
+            .map_err(|source| TensorError::Pool { op, source })
     }
 }
 
@@ -161,16 +163,17 @@ pub(crate) fn map_rows(
     };
     let starts = Walk::new([&row_starts(&x)]);
     let [ss] = starts.inner_strides();
-    exec.workers.parallel_chunks_mut(y, d, min_rows, |rows, part| {
-        let mut r = 0;
-        starts.for_each_run(rows, |[o], len| {
-            for i in 0..len {
-                let start = o + i * ss;
-                f(&xs[start..start + d], &mut part[r * d..(r + 1) * d]);
-                r += 1;
-            }
+    exec.workers
+        .parallel_chunks_mut(y, d, min_rows, |rows, part| {
+            let mut r = 0;
+            starts.for_each_run(rows, |[o], len| {
+                for i in 0..len {
+                    let start = o + i * ss;
+                    f(&xs[start..start + d], &mut part[r * d..(r + 1) * d]);
+                    r += 1;
+                }
+            });
         });
-    });
     Ok(())
 }
 
@@ -183,7 +186,11 @@ pub(crate) fn param_f32<'a>(
     scratch: &'a mut Option<HostLease>,
 ) -> Result<Option<&'a [f32]>> {
     let n = p.elem_count();
-    let stride = if p.rank() == 1 { p.layout().strides()[0] } else { 1 };
+    let stride = if p.rank() == 1 {
+        p.layout().strides()[0]
+    } else {
+        1
+    };
     let offset = p.layout().offset();
     if p.dtype() == DType::F32 && (stride == 1 || n <= 1) {
         return Ok(input::<f32>(p).map(|s| &s[offset..offset + n]));

@@ -14,10 +14,12 @@ pub(crate) trait Parallel: Sync {
     fn parallel_for(&self, n_items: usize, min_items: usize, f: &(dyn Fn(Range<usize>) + Sync));
 }
 
-/// Runs everything on the calling thread.
+/// Runs everything on the calling thread (the probes time single-threaded kernels).
+#[cfg(test)]
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Serial;
 
+#[cfg(test)]
 impl Parallel for Serial {
     fn threads(&self) -> usize {
         1

@@ -26,22 +26,49 @@ fn unary_ops_on_odd_sizes_and_views() {
     for op in UnaryOp::ALL {
         let tol = if op == UnaryOp::GeluErf { TOL_ERF } else { TOL };
         for &n in SIZES {
-            check(&format!("{} [{n}]", op.name()), tol, |ctx| ctx.unary(op, &input(ctx, op, &[n], n as u64)?));
+            check(&format!("{} [{n}]", op.name()), tol, |ctx| {
+                ctx.unary(op, &input(ctx, op, &[n], n as u64)?)
+            });
         }
-        check(&format!("{} transposed", op.name()), tol, |ctx| ctx.unary(op, &input(ctx, op, &[17, 33], 7)?.t()?));
+        check(&format!("{} transposed", op.name()), tol, |ctx| {
+            ctx.unary(op, &input(ctx, op, &[17, 33], 7)?.t()?)
+        });
         check(&format!("{} broadcast", op.name()), tol, |ctx| {
             ctx.unary(op, &input(ctx, op, &[1, 33], 8)?.broadcast_to(&[5, 33])?)
         });
-        check(&format!("{} narrowed", op.name()), tol, |ctx| ctx.unary(op, &input(ctx, op, &[9, 40], 9)?.narrow(1, 3, 33)?));
-        check(&format!("{} large", op.name()), tol, |ctx| ctx.unary(op, &input(ctx, op, &[70_001], 10)?));
+        check(&format!("{} narrowed", op.name()), tol, |ctx| {
+            ctx.unary(op, &input(ctx, op, &[9, 40], 9)?.narrow(1, 3, 33)?)
+        });
+        check(&format!("{} large", op.name()), tol, |ctx| {
+            ctx.unary(op, &input(ctx, op, &[70_001], 10)?)
+        });
     }
 }
 
 #[test]
 fn unary_special_values() {
-    let specials = [0.0f32, -0.0, 1.0, -1.0, 100.0, -100.0, 1e-30, -1e-30, f32::INFINITY, f32::NEG_INFINITY, f32::NAN];
+    let specials = [
+        0.0f32,
+        -0.0,
+        1.0,
+        -1.0,
+        100.0,
+        -100.0,
+        1e-30,
+        -1e-30,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+    ];
     for op in UnaryOp::ALL {
-        let want = reference().unary(op, &reference().from_slice(&specials, &[specials.len()]).unwrap()).unwrap();
+        let want = reference()
+            .unary(
+                op,
+                &reference()
+                    .from_slice(&specials, &[specials.len()])
+                    .unwrap(),
+            )
+            .unwrap();
         let want = want.to_vec_f32().unwrap();
         for cpu in cpus() {
             let x = cpu.ctx.from_slice(&specials, &[specials.len()]).unwrap();
@@ -51,7 +78,12 @@ fn unary_special_values() {
                     || g == w
                     || (g - w).abs() <= 2e-6 * w.abs().max(1e-30)
                     || (w.abs() < 1e-37 && g.abs() < 1e-37);
-                assert!(ok, "{}({x}) [{}]: got {g:e}, want {w:e}", op.name(), cpu.name);
+                assert!(
+                    ok,
+                    "{}({x}) [{}]: got {g:e}, want {w:e}",
+                    op.name(),
+                    cpu.name
+                );
             }
         }
     }
@@ -71,7 +103,10 @@ fn binary_cases(ctx: &ExecContext, case: usize) -> Result<(Tensor, Tensor)> {
         7 => (r(&[3, 4, 257], 1)?, r(&[4, 1], 2)?),
         8 => (r(&[1], 1)?, r(&[255], 2)?),
         9 => (r(&[300, 301], 1)?, r(&[301], 2)?),
-        _ => (r(&[5, 9, 40], 1)?.narrow(2, 1, 33)?, r(&[9, 5], 2)?.t()?.unsqueeze(2)?),
+        _ => (
+            r(&[5, 9, 40], 1)?.narrow(2, 1, 33)?,
+            r(&[9, 5], 2)?.t()?.unsqueeze(2)?,
+        ),
     })
 }
 
@@ -99,7 +134,9 @@ fn binary_inplace_and_scalar() {
             });
         }
         for &n in SIZES {
-            check(&format!("{} scalar [{n}]", op.name()), TOL, |ctx| ctx.binary_scalar(op, &randn(ctx, &[n], DType::F32, 3), 1.7));
+            check(&format!("{} scalar [{n}]", op.name()), TOL, |ctx| {
+                ctx.binary_scalar(op, &randn(ctx, &[n], DType::F32, 3), 1.7)
+            });
         }
         check(&format!("{} scalar transposed", op.name()), TOL, |ctx| {
             ctx.binary_scalar(op, &randn(ctx, &[17, 33], DType::F32, 3).t()?, -0.3)
@@ -109,18 +146,59 @@ fn binary_inplace_and_scalar() {
 
 #[test]
 fn max_min_propagate_nan() {
-    let a = [1.0f32, f32::NAN, 3.0, -0.0, f32::INFINITY, 2.0, f32::NAN, 5.0, 1.0];
-    let b = [f32::NAN, 2.0, 1.0, 0.0, 1.0, f32::NEG_INFINITY, f32::NAN, 6.0, 1.0];
+    let a = [
+        1.0f32,
+        f32::NAN,
+        3.0,
+        -0.0,
+        f32::INFINITY,
+        2.0,
+        f32::NAN,
+        5.0,
+        1.0,
+    ];
+    let b = [
+        f32::NAN,
+        2.0,
+        1.0,
+        0.0,
+        1.0,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        6.0,
+        1.0,
+    ];
     for op in [BinaryOp::Maximum, BinaryOp::Minimum] {
         let want = {
             let ctx = reference();
-            ctx.binary(op, &ctx.from_slice(&a, &[9]).unwrap(), &ctx.from_slice(&b, &[9]).unwrap()).unwrap()
+            ctx.binary(
+                op,
+                &ctx.from_slice(&a, &[9]).unwrap(),
+                &ctx.from_slice(&b, &[9]).unwrap(),
+            )
+            .unwrap()
         };
         for cpu in cpus() {
-            let got =
-                cpu.ctx.binary(op, &cpu.ctx.from_slice(&a, &[9]).unwrap(), &cpu.ctx.from_slice(&b, &[9]).unwrap()).unwrap();
-            for (g, w) in got.to_vec_f32().unwrap().iter().zip(want.to_vec_f32().unwrap()) {
-                assert!((g.is_nan() && w.is_nan()) || *g == w, "{} [{}]: {g} vs {w}", op.name(), cpu.name);
+            let got = cpu
+                .ctx
+                .binary(
+                    op,
+                    &cpu.ctx.from_slice(&a, &[9]).unwrap(),
+                    &cpu.ctx.from_slice(&b, &[9]).unwrap(),
+                )
+                .unwrap();
+            for (g, w) in got
+                .to_vec_f32()
+                .unwrap()
+                .iter()
+                .zip(want.to_vec_f32().unwrap())
+            {
+                assert!(
+                    (g.is_nan() && w.is_nan()) || *g == w,
+                    "{} [{}]: {g} vs {w}",
+                    op.name(),
+                    cpu.name
+                );
             }
         }
     }
@@ -128,6 +206,13 @@ fn max_min_propagate_nan() {
 
 #[test]
 fn f64_is_delegated_and_exact() {
-    check("exp f64", 0.0, |ctx| ctx.exp(&ctx.randn(&[33], DType::F64, 0.0, 1.0, 4)?));
-    check("add f64", 0.0, |ctx| ctx.add(&ctx.randn(&[3, 33], DType::F64, 0.0, 1.0, 4)?, &ctx.randn(&[33], DType::F64, 0.0, 1.0, 5)?));
+    check("exp f64", 0.0, |ctx| {
+        ctx.exp(&ctx.randn(&[33], DType::F64, 0.0, 1.0, 4)?)
+    });
+    check("add f64", 0.0, |ctx| {
+        ctx.add(
+            &ctx.randn(&[3, 33], DType::F64, 0.0, 1.0, 4)?,
+            &ctx.randn(&[33], DType::F64, 0.0, 1.0, 5)?,
+        )
+    });
 }

@@ -46,7 +46,16 @@ fn check(label: &str, x: &Tensor, w: &Tensor, bias: Option<&Tensor>, budget: f64
 #[test]
 fn float_weights_odd_shapes() {
     for dtype in [DType::F32, DType::F16, DType::BF16] {
-        for (i, &(m, n, k)) in [(1, 17, 33), (1, 257, 255), (3, 33, 17), (17, 3, 257), (70, 33, 300)].iter().enumerate() {
+        for (i, &(m, n, k)) in [
+            (1, 17, 33),
+            (1, 257, 255),
+            (3, 33, 17),
+            (17, 3, 257),
+            (70, 33, 300),
+        ]
+        .iter()
+        .enumerate()
+        {
             let x = float_tensor(&normal(m * k, i as u64), &[m, k], DType::F32);
             let w = float_tensor(&normal(n * k, 50 + i as u64), &[n, k], dtype);
             check(&format!("{dtype} {m}x{n}x{k}"), &x, &w, None, FLOAT_BUDGET);
@@ -62,9 +71,17 @@ fn float_weights_with_bias_batches_and_views() {
     let x = float_tensor(&normal(2 * 5 * k, 3), &[2, 5, k], DType::F32);
     check("batched + bias", &x, &w, Some(&bias), FLOAT_BUDGET);
     // A transposed input (strided rows) and a single strided row.
-    let xt = float_tensor(&normal(7 * k, 4), &[k, 7], DType::F32).t().unwrap();
+    let xt = float_tensor(&normal(7 * k, 4), &[k, 7], DType::F32)
+        .t()
+        .unwrap();
     check("xᵀ rows", &xt, &w, Some(&bias), FLOAT_BUDGET);
-    check("one strided row", &xt.narrow(0, 2, 1).unwrap(), &w, None, FLOAT_BUDGET);
+    check(
+        "one strided row",
+        &xt.narrow(0, 2, 1).unwrap(),
+        &w,
+        None,
+        FLOAT_BUDGET,
+    );
     let x1 = float_tensor(&normal(k, 5), &[k], DType::F32);
     check("rank-1 input", &x1, &w, Some(&bias), FLOAT_BUDGET);
     // A weight whose rows are a window of a wider matrix.
@@ -79,7 +96,10 @@ fn quantized_weights_every_format() {
     let reference = ExecContext::reference();
     for (f, dtype) in QUANT_FORMATS.into_iter().enumerate() {
         let bl = dtype.block_len();
-        for (i, &(m, n, kb)) in [(1, 33, 2), (3, 17, 1), (1, 255, 3), (5, 1, 2), (17, 40, 2)].iter().enumerate() {
+        for (i, &(m, n, kb)) in [(1, 33, 2), (3, 17, 1), (1, 255, 3), (5, 1, 2), (17, 40, 2)]
+            .iter()
+            .enumerate()
+        {
             let k = kb * bl.max(64);
             let seed = (f * 10 + i) as u64;
             let x = float_tensor(&normal(m * k, seed), &[m, k], DType::F32);
@@ -97,22 +117,37 @@ fn quantized_weights_bias_strided_input_and_batches() {
         let w = quantized_tensor(&reference, &normal(n * k, 7), n, k, dtype);
         let bias = float_tensor(&normal(n, 8), &[n], DType::F32);
         let x = float_tensor(&normal(2 * 3 * k, 9), &[2, 3, k], DType::F32);
-        check(&format!("{dtype} batched + bias"), &x, &w, Some(&bias), QUANT_BUDGET);
-        let xt = float_tensor(&normal(6 * k, 10), &[k, 6], DType::F32).t().unwrap();
+        check(
+            &format!("{dtype} batched + bias"),
+            &x,
+            &w,
+            Some(&bias),
+            QUANT_BUDGET,
+        );
+        let xt = float_tensor(&normal(6 * k, 10), &[k, 6], DType::F32)
+            .t()
+            .unwrap();
         check(&format!("{dtype} xᵀ"), &xt, &w, None, QUANT_BUDGET);
         // A window of weight rows (offset into the storage).
         let rows = w.narrow(0, 3, 11).unwrap();
-        check(&format!("{dtype} narrowed rows"), &x, &rows, Some(&bias.narrow(0, 0, 11).unwrap()), QUANT_BUDGET);
+        check(
+            &format!("{dtype} narrowed rows"),
+            &x,
+            &rows,
+            Some(&bias.narrow(0, 0, 11).unwrap()),
+            QUANT_BUDGET,
+        );
     }
 }
 
 #[test]
 fn quantized_prefill_tile_edges() {
-    // Row counts around the 4-row dot tile and weight-row blocks of 32.
+    // Row counts around the 4-row dot tile and weight-row blocks of 32, and past the
+    // switch to the dequantize-while-packing GEMM (32 rows).
     let reference = ExecContext::reference();
     for dtype in [DType::Q8_0, DType::Q5_1, DType::Q5K] {
         let k = 256;
-        for m in [2, 4, 6, 9] {
+        for m in [2, 4, 6, 9, 40] {
             let n = 37;
             let x = float_tensor(&normal(m * k, m as u64), &[m, k], DType::F32);
             let w = quantized_tensor(&reference, &normal(n * k, 99), n, k, dtype);

@@ -53,8 +53,12 @@ fn empty_depth_gives_zeros() {
 #[test]
 fn transposed_views_are_read_in_place() {
     let (m, n, k) = (33, 19, 70);
-    let at = float_tensor(&normal(m * k, 1), &[k, m], DType::F32).t().unwrap();
-    let bt = float_tensor(&normal(k * n, 2), &[n, k], DType::F32).t().unwrap();
+    let at = float_tensor(&normal(m * k, 1), &[k, m], DType::F32)
+        .t()
+        .unwrap();
+    let bt = float_tensor(&normal(k * n, 2), &[n, k], DType::F32)
+        .t()
+        .unwrap();
     let a = float_tensor(&normal(m * k, 3), &[m, k], DType::F32);
     let b = float_tensor(&normal(k * n, 4), &[k, n], DType::F32);
     check("aᵀ·b", &at, &b);
@@ -86,14 +90,20 @@ fn broadcast_batches() {
     check("broadcast a over heads", &a1, &b3);
     // Many small products (attention-like): batches run in parallel.
     let q = float_tensor(&normal(32 * k, 11), &[32, 1, k], DType::F32);
-    let kt = float_tensor(&normal(32 * 40 * k, 12), &[32, 40, k], DType::F32).transpose(1, 2).unwrap();
+    let kt = float_tensor(&normal(32 * 40 * k, 12), &[32, 40, k], DType::F32)
+        .transpose(1, 2)
+        .unwrap();
     check("32 heads of 1×k·k×40", &q, &kt);
 }
 
 #[test]
 fn half_precision_inputs() {
     let (m, n, k) = (19, 37, 45);
-    for (da, db) in [(DType::F16, DType::F32), (DType::F32, DType::BF16), (DType::BF16, DType::F16)] {
+    for (da, db) in [
+        (DType::F16, DType::F32),
+        (DType::F32, DType::BF16),
+        (DType::BF16, DType::F16),
+    ] {
         let a = float_tensor(&normal(m * k, 13), &[m, k], da);
         let b = float_tensor(&normal(k * n, 14), &[k, n], db);
         check(&format!("{da}·{db}"), &a, &b);
@@ -105,12 +115,16 @@ fn half_precision_inputs() {
 #[test]
 fn threaded_and_single_threaded_agree_bitwise() {
     // Large enough to be split over threads; every task computes its tiles with the same
-    // blocking, so the results are identical, not just close.
+    // blocking and summation order, so per ISA the results are identical, not just close.
     let (m, n, k) = (96, 200, 300);
     let a = float_tensor(&normal(m * k, 16), &[m, k], DType::F32);
     let b = float_tensor(&normal(k * n, 17), &[k, n], DType::F32);
-    let results: Vec<Vec<f32>> =
-        cpu_contexts().iter().map(|(_, ctx)| ctx.matmul(&a, &b).unwrap().to_vec_f32().unwrap()).collect();
+    let results: Vec<(String, Vec<f32>)> = cpu_contexts()
+        .into_iter()
+        .map(|(name, ctx)| (name, ctx.matmul(&a, &b).unwrap().to_vec_f32().unwrap()))
+        .collect();
+    for pair in results.chunks(2) {
+        assert_eq!(pair[0].1, pair[1].1, "{} vs {}", pair[0].0, pair[1].0);
+    }
     check("threaded", &a, &b);
-    let _ = results;
 }

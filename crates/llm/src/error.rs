@@ -129,6 +129,33 @@ pub enum LlmError {
         /// The vocabulary size.
         n_vocab: usize,
     },
+    /// More positions than the session's context holds.
+    #[error("context full: {needed} positions needed, the context holds {capacity} (raise --ctx)")]
+    ContextFull {
+        /// Positions needed.
+        needed: usize,
+        /// The context length.
+        capacity: usize,
+    },
+    /// Weights plus KV cache would not fit in available memory.
+    #[error(
+        "not enough memory: weights {weights_bytes} B + KV cache {kv_bytes} B = {total} B, but only {available_bytes} B are available (lower --ctx or use --kv-type f16)",
+        total = weights_bytes + kv_bytes
+    )]
+    OutOfMemory {
+        /// Weight bytes.
+        weights_bytes: u64,
+        /// KV cache bytes.
+        kv_bytes: u64,
+        /// Memory available.
+        available_bytes: u64,
+    },
+    /// A generation was cancelled.
+    #[error("generation cancelled")]
+    Cancelled,
+    /// An autograd error from the model forward.
+    #[error(transparent)]
+    Autograd(#[from] tempra_autograd::AutogradError),
     /// Text input that is not valid UTF-8.
     #[error("{path}: invalid UTF-8 at byte {offset}")]
     InvalidUtf8 {

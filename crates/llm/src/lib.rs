@@ -1,6 +1,7 @@
 //! tempra-llm: GGUF model files, llama2.c checkpoints, tokenizers and (as they land) LLM
 //! engines. The `tempra` command sits behind the default `cli` feature.
 
+pub mod engine;
 pub mod error;
 pub mod gguf;
 pub mod llama2c;

@@ -24,7 +24,13 @@ pub enum Arch {
 
 impl Arch {
     /// Every supported architecture.
-    pub const ALL: [Arch; 5] = [Arch::Llama, Arch::Qwen2, Arch::Qwen3, Arch::Gemma2, Arch::Gemma3];
+    pub const ALL: [Arch; 5] = [
+        Arch::Llama,
+        Arch::Qwen2,
+        Arch::Qwen3,
+        Arch::Gemma2,
+        Arch::Gemma3,
+    ];
 
     /// The GGUF name (`llama`).
     pub const fn name(self) -> &'static str {
@@ -42,7 +48,9 @@ impl Arch {
         Arch::ALL
             .into_iter()
             .find(|a| a.name() == name)
-            .ok_or_else(|| LlmError::UnsupportedArch { arch: name.to_string() })
+            .ok_or_else(|| LlmError::UnsupportedArch {
+                arch: name.to_string(),
+            })
     }
 
     /// How rope pairs dims: interleaved for `llama` (llama.cpp's "normal" mode), NeoX
@@ -181,9 +189,12 @@ impl ModelConfig {
         };
         let opt_count = |suffix: &str, max: usize| -> Result<Option<usize>> {
             let key = k(suffix);
-            md.opt_usize(&key)?.map(|v| check_range(&key, v, max)).transpose()
+            md.opt_usize(&key)?
+                .map(|v| check_range(&key, v, max))
+                .transpose()
         };
-        let opt_f32 = |suffix: &str| -> Result<Option<f32>> { Ok(md.opt_f64(&k(suffix))?.map(|v| v as f32)) };
+        let opt_f32 =
+            |suffix: &str| -> Result<Option<f32>> { Ok(md.opt_f64(&k(suffix))?.map(|v| v as f32)) };
 
         let context_length = count(keys::CONTEXT_LENGTH, MAX_CONTEXT)?;
         let embedding_length = count(keys::EMBEDDING_LENGTH, MAX_WIDTH)?;
@@ -191,7 +202,7 @@ impl ModelConfig {
         let feed_forward_length = count(keys::FEED_FORWARD_LENGTH, MAX_WIDTH)?;
         let head_count = count(keys::HEAD_COUNT, MAX_WIDTH)?;
         let head_count_kv = opt_count(keys::HEAD_COUNT_KV, MAX_WIDTH)?.unwrap_or(head_count);
-        if head_count % head_count_kv != 0 {
+        if !head_count.is_multiple_of(head_count_kv) {
             return Err(invalid(
                 k(keys::HEAD_COUNT_KV),
                 format!("{head_count_kv} KV heads do not divide {head_count} query heads"),
@@ -209,24 +220,30 @@ impl ModelConfig {
         let gemma = matches!(arch, Arch::Gemma2 | Arch::Gemma3);
         let rms_norm_eps = opt_f32(keys::RMS_EPS)?.unwrap_or(if gemma { 1e-6 } else { 1e-5 });
         if !(rms_norm_eps.is_finite() && rms_norm_eps >= 0.0) {
-            return Err(invalid(k(keys::RMS_EPS), format!("{rms_norm_eps} is not a valid epsilon")));
+            return Err(invalid(
+                k(keys::RMS_EPS),
+                format!("{rms_norm_eps} is not a valid epsilon"),
+            ));
         }
 
         let rope = read_rope(md, arch, key_length)?;
         let sliding_window = opt_count(keys::SLIDING_WINDOW, MAX_CONTEXT)?;
-        let sliding_window_pattern = match (opt_count(keys::SLIDING_WINDOW_PATTERN, MAX_BLOCKS)?, arch) {
-            (Some(p), _) => Some(p),
-            (None, Arch::Gemma2) => Some(2),
-            (None, Arch::Gemma3) => Some(6),
-            (None, _) => None,
-        };
+        let sliding_window_pattern =
+            match (opt_count(keys::SLIDING_WINDOW_PATTERN, MAX_BLOCKS)?, arch) {
+                (Some(p), _) => Some(p),
+                (None, Arch::Gemma2) => Some(2),
+                (None, Arch::Gemma3) => Some(6),
+                (None, _) => None,
+            };
         let attn_logit_softcap = opt_f32(keys::ATTN_LOGIT_SOFTCAP)?.filter(|&c| c > 0.0);
         let final_logit_softcap = opt_f32(keys::FINAL_LOGIT_SOFTCAP)?.filter(|&c| c > 0.0);
         let attention_scale = match opt_f32(keys::ATTENTION_SCALE)? {
             Some(s) if s > 0.0 => s,
             // llama.cpp: Gemma 2 27B (46 blocks) and Gemma 3 27B (62 blocks) scale by the
             // width per head, the smaller models by the key length.
-            _ if (arch == Arch::Gemma2 && block_count == 46) || (arch == Arch::Gemma3 && block_count == 62) => {
+            _ if (arch == Arch::Gemma2 && block_count == 46)
+                || (arch == Arch::Gemma3 && block_count == 62) =>
+            {
                 1.0 / (default_head as f32).sqrt()
             }
             _ => 1.0 / (key_length as f32).sqrt(),
@@ -236,7 +253,9 @@ impl ModelConfig {
             Some(v) => v,
             None => {
                 let tokens = md.get_array(keys::TOKENIZER_TOKENS).map_err(|e| match e {
-                    LlmError::MissingKey { .. } => LlmError::MissingKey { key: keys::TOKENIZER_TOKENS.into() },
+                    LlmError::MissingKey { .. } => LlmError::MissingKey {
+                        key: keys::TOKENIZER_TOKENS.into(),
+                    },
                     other => other,
                 })?;
                 check_range(keys::TOKENIZER_TOKENS, tokens.len(), MAX_VOCAB)?
@@ -292,7 +311,9 @@ impl ModelConfig {
         let mut rope = RopeConfig::new(self.rope.dimension_count, theta as f64, self.rope.style);
         let scaled = !(sliding && self.rope.freq_base_sliding.is_some());
         rope.scaling = match self.rope.scaling {
-            RopeScalingKind::Linear { factor } if scaled => RopeScaling::Linear { factor: factor as f64 },
+            RopeScalingKind::Linear { factor } if scaled => RopeScaling::Linear {
+                factor: factor as f64,
+            },
             RopeScalingKind::Yarn { .. } if scaled => {
                 return Err(invalid(
                     keys::arch_key(self.arch.name(), keys::ROPE_SCALING_TYPE),
@@ -306,7 +327,10 @@ impl ModelConfig {
 }
 
 fn invalid(key: impl Into<String>, what: impl Into<String>) -> LlmError {
-    LlmError::InvalidValue { key: key.into(), what: what.into() }
+    LlmError::InvalidValue {
+        key: key.into(),
+        what: what.into(),
+    }
 }
 
 fn check_range(key: &str, v: usize, max: usize) -> Result<usize> {
@@ -320,13 +344,20 @@ fn read_rope(md: &Metadata, arch: Arch, key_length: usize) -> Result<RopeParams>
     let k = |suffix: &str| keys::arch_key(arch.name(), suffix);
     let freq_base = md.opt_f64(&k(keys::ROPE_FREQ_BASE))?.unwrap_or(10_000.0) as f32;
     if !(freq_base.is_finite() && freq_base > 1.0) {
-        return Err(invalid(k(keys::ROPE_FREQ_BASE), format!("{freq_base} is not a valid rope base")));
+        return Err(invalid(
+            k(keys::ROPE_FREQ_BASE),
+            format!("{freq_base} is not a valid rope base"),
+        ));
     }
-    let dimension_count = md.opt_usize(&k(keys::ROPE_DIMENSION_COUNT))?.unwrap_or(key_length);
-    if dimension_count == 0 || dimension_count > key_length || dimension_count % 2 != 0 {
+    let dimension_count = md
+        .opt_usize(&k(keys::ROPE_DIMENSION_COUNT))?
+        .unwrap_or(key_length);
+    if dimension_count == 0 || dimension_count > key_length || !dimension_count.is_multiple_of(2) {
         return Err(invalid(
             k(keys::ROPE_DIMENSION_COUNT),
-            format!("{dimension_count} is not an even count of at most the key length {key_length}"),
+            format!(
+                "{dimension_count} is not an even count of at most the key length {key_length}"
+            ),
         ));
     }
     let factor = match md.opt_f64(&k(keys::ROPE_SCALING_FACTOR))? {
@@ -339,7 +370,10 @@ fn read_rope(md: &Metadata, arch: Arch, key_length: usize) -> Result<RopeParams>
         (Some("none"), _) | (None, None) => RopeScalingKind::None,
         (_, Some(f)) if f == 0.0 || f == 1.0 => RopeScalingKind::None,
         (_, Some(f)) if !(f.is_finite() && f > 0.0) => {
-            return Err(invalid(k(keys::ROPE_SCALING_FACTOR), format!("{f} is not a valid factor")));
+            return Err(invalid(
+                k(keys::ROPE_SCALING_FACTOR),
+                format!("{f} is not a valid factor"),
+            ));
         }
         (Some("linear") | None, Some(factor)) => RopeScalingKind::Linear { factor },
         (Some("yarn"), Some(factor)) => RopeScalingKind::Yarn {
@@ -347,10 +381,16 @@ fn read_rope(md: &Metadata, arch: Arch, key_length: usize) -> Result<RopeParams>
             original_context_length: md.opt_usize(&k(keys::ROPE_SCALING_ORIG_CTX))?.unwrap_or(0),
         },
         (Some(kind @ ("linear" | "yarn")), None) => {
-            return Err(invalid(k(keys::ROPE_SCALING_FACTOR), format!("missing for `{kind}` rope scaling")));
+            return Err(invalid(
+                k(keys::ROPE_SCALING_FACTOR),
+                format!("missing for `{kind}` rope scaling"),
+            ));
         }
         (Some(other), _) => {
-            return Err(invalid(k(keys::ROPE_SCALING_TYPE), format!("unsupported rope scaling `{other}`")));
+            return Err(invalid(
+                k(keys::ROPE_SCALING_TYPE),
+                format!("unsupported rope scaling `{other}`"),
+            ));
         }
     };
     Ok(RopeParams {
@@ -393,7 +433,10 @@ mod tests {
         md.set("gemma2.final_logit_softcapping", 30.0f32);
         let c = ModelConfig::from_metadata(&md).unwrap();
         assert_eq!((c.key_length, c.gqa(), c.rms_norm_eps), (256, 2, 1e-6));
-        assert_eq!((c.attn_logit_softcap, c.final_logit_softcap), (Some(50.0), Some(30.0)));
+        assert_eq!(
+            (c.attn_logit_softcap, c.final_logit_softcap),
+            (Some(50.0), Some(30.0))
+        );
         assert!(c.is_sliding_layer(0) && !c.is_sliding_layer(1));
         assert_eq!(c.attention_scale, 1.0 / 16.0);
         assert_eq!(c.rope.style, RopeStyle::Neox);
@@ -411,7 +454,10 @@ mod tests {
         let local = c.rope_config(0).unwrap();
         let global = c.rope_config(5).unwrap();
         assert_eq!((local.theta, local.scaling), (10_000.0, RopeScaling::None));
-        assert_eq!((global.theta, global.scaling), (1_000_000.0, RopeScaling::Linear { factor: 8.0 }));
+        assert_eq!(
+            (global.theta, global.scaling),
+            (1_000_000.0, RopeScaling::Linear { factor: 8.0 })
+        );
     }
 
     #[test]
@@ -419,18 +465,32 @@ mod tests {
         let mut md = base("qwen3");
         md.remove("qwen3.block_count");
         let e = ModelConfig::from_metadata(&md).unwrap_err();
-        assert!(matches!(&e, LlmError::MissingKey { key } if key == "qwen3.block_count"), "{e}");
+        assert!(
+            matches!(&e, LlmError::MissingKey { key } if key == "qwen3.block_count"),
+            "{e}"
+        );
 
         let mut md = base("llama");
         md.set("llama.attention.head_count_kv", 3u32);
-        assert!(ModelConfig::from_metadata(&md).unwrap_err().to_string().contains("llama.attention.head_count_kv"));
+        assert!(
+            ModelConfig::from_metadata(&md)
+                .unwrap_err()
+                .to_string()
+                .contains("llama.attention.head_count_kv")
+        );
 
         let mut md = base("llama");
         md.set("llama.embedding_length", "wide");
-        assert!(matches!(ModelConfig::from_metadata(&md), Err(LlmError::KeyType { .. })));
+        assert!(matches!(
+            ModelConfig::from_metadata(&md),
+            Err(LlmError::KeyType { .. })
+        ));
 
         let e = ModelConfig::from_metadata(&base("phi3")).unwrap_err();
-        assert!(matches!(&e, LlmError::UnsupportedArch { arch } if arch == "phi3"), "{e}");
+        assert!(
+            matches!(&e, LlmError::UnsupportedArch { arch } if arch == "phi3"),
+            "{e}"
+        );
 
         let mut md = base("llama");
         md.remove("llama.vocab_size");

@@ -22,7 +22,14 @@ impl Autograd {
         let out = self.ctx.rope(&x.tensor, positions, config, freq_factors)?;
         Ok(record(out, "rope", &[x], |_| {
             let (positions, config, ff) = (positions.clone(), *config, freq_factors.cloned());
-            rule(move |c, g, _| Ok(vec![Some(c.rope_inverse(&g, &positions, &config, ff.as_ref())?)]))
+            rule(move |c, g, _| {
+                Ok(vec![Some(c.rope_inverse(
+                    &g,
+                    &positions,
+                    &config,
+                    ff.as_ref(),
+                )?)])
+            })
         }))
     }
 
@@ -33,7 +40,10 @@ impl Autograd {
         if table.requires_grad() && table.dtype().is_quantized() {
             return Err(AutogradError::NotDifferentiable {
                 op: "embedding",
-                what: format!("a {} table (quantized tables must be constants)", table.dtype()),
+                what: format!(
+                    "a {} table (quantized tables must be constants)",
+                    table.dtype()
+                ),
             });
         }
         let out = self.ctx.embedding(&table.tensor, ids)?;
@@ -48,9 +58,16 @@ impl Autograd {
     /// The backward recomputes the probabilities (no score matrix is kept), so the node
     /// retains only q, k and v.
     pub fn attention(&self, q: &Var, k: &Var, v: &Var, params: &AttentionParams) -> Result<Var> {
-        let out = self.ctx.attention(&q.tensor, &k.tensor, &v.tensor, params)?;
+        let out = self
+            .ctx
+            .attention(&q.tensor, &k.tensor, &v.tensor, params)?;
         Ok(record(out, "attention", &[q, k, v], |_| {
-            let (q, k, v, params) = (q.tensor.clone(), k.tensor.clone(), v.tensor.clone(), *params);
+            let (q, k, v, params) = (
+                q.tensor.clone(),
+                k.tensor.clone(),
+                v.tensor.clone(),
+                *params,
+            );
             rule(move |c, g, _| {
                 let (dq, dk, dv) = c.attention_backward(&q, &k, &v, &params, &g)?;
                 Ok(vec![Some(dq), Some(dk), Some(dv)])

@@ -13,7 +13,13 @@ use crate::var::Var;
 fn derivative_uses_output(op: UnaryOp) -> bool {
     matches!(
         op,
-        UnaryOp::Recip | UnaryOp::Exp | UnaryOp::Sqrt | UnaryOp::Rsqrt | UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Relu
+        UnaryOp::Recip
+            | UnaryOp::Exp
+            | UnaryOp::Sqrt
+            | UnaryOp::Rsqrt
+            | UnaryOp::Tanh
+            | UnaryOp::Sigmoid
+            | UnaryOp::Relu
     )
 }
 
@@ -25,7 +31,7 @@ fn unary_grad(c: &ExecContext, op: UnaryOp, saved: &Tensor, g: Tensor) -> Result
         UnaryOp::Sqr => c.mul_scalar(saved, 2.0)?,
         // d(1/x) = −y²
         UnaryOp::Recip => c.mul_scalar(&c.sqr(saved)?, -1.0)?,
-        UnaryOp::Exp => return Ok(mul_into(c, g, saved)?),
+        UnaryOp::Exp => return mul_into(c, g, saved),
         UnaryOp::Log => return Ok(c.div(&g, saved)?),
         // d√x = 1/(2y)
         UnaryOp::Sqrt => return Ok(c.div(&c.mul_scalar(&g, 0.5)?, saved)?),
@@ -98,10 +104,21 @@ fn binary_grads(
     let missing = || crate::AutogradError::GraphConsumed { op: op.name() };
     Ok(match op {
         BinaryOp::Add => (need.0.then(|| g.clone()), need.1.then_some(g)),
-        BinaryOp::Sub => (need.0.then(|| g.clone()), if need.1 { Some(c.neg(&g)?) } else { None }),
+        BinaryOp::Sub => (
+            need.0.then(|| g.clone()),
+            if need.1 { Some(c.neg(&g)?) } else { None },
+        ),
         BinaryOp::Mul => {
-            let ga = if need.0 { Some(c.mul(&g, b.ok_or_else(missing)?)?) } else { None };
-            let gb = if need.1 { Some(mul_into(c, g, a.ok_or_else(missing)?)?) } else { None };
+            let ga = if need.0 {
+                Some(c.mul(&g, b.ok_or_else(missing)?)?)
+            } else {
+                None
+            };
+            let gb = if need.1 {
+                Some(mul_into(c, g, a.ok_or_else(missing)?)?)
+            } else {
+                None
+            };
             (ga, gb)
         }
         BinaryOp::Div => {
@@ -119,9 +136,17 @@ fn binary_grads(
         BinaryOp::Maximum | BinaryOp::Minimum => {
             let (a, b) = (a.ok_or_else(missing)?, b.ok_or_else(missing)?);
             // a wins where a > b (maximum) or a < b (minimum); ties go to b.
-            let diff = if op == BinaryOp::Maximum { c.sub(a, b)? } else { c.sub(b, a)? };
+            let diff = if op == BinaryOp::Maximum {
+                c.sub(a, b)?
+            } else {
+                c.sub(b, a)?
+            };
             let ga = mul_into(c, positive(c, &diff)?, &g)?;
-            let gb = if need.1 { Some(sub_into(c, g, &ga)?) } else { None };
+            let gb = if need.1 {
+                Some(sub_into(c, g, &ga)?)
+            } else {
+                None
+            };
             (need.0.then_some(ga), gb)
         }
     })
@@ -161,7 +186,8 @@ impl Autograd {
             let sa = keep_a.then(|| a.tensor.clone());
             let sb = keep_b.then(|| b.tensor.clone());
             rule(move |c, g, need| {
-                let (ga, gb) = binary_grads(c, op, sa.as_ref(), sb.as_ref(), g, (need[0], need[1]))?;
+                let (ga, gb) =
+                    binary_grads(c, op, sa.as_ref(), sb.as_ref(), g, (need[0], need[1]))?;
                 Ok(vec![ga, gb])
             })
         }))
@@ -171,14 +197,17 @@ impl Autograd {
     pub fn binary_scalar(&self, op: BinaryOp, x: &Var, scalar: f64) -> Result<Var> {
         let out = self.ctx.binary_scalar(op, &x.tensor, scalar)?;
         Ok(record(out, op.name(), &[x], |_| {
-            let saved = matches!(op, BinaryOp::Maximum | BinaryOp::Minimum).then(|| x.tensor.clone());
+            let saved =
+                matches!(op, BinaryOp::Maximum | BinaryOp::Minimum).then(|| x.tensor.clone());
             rule(move |c, g, _| {
                 let grad = match op {
                     BinaryOp::Add | BinaryOp::Sub => g,
                     BinaryOp::Mul => c.mul_scalar(&g, scalar)?,
                     BinaryOp::Div => c.mul_scalar(&g, 1.0 / scalar)?,
                     BinaryOp::Maximum | BinaryOp::Minimum => {
-                        let x = saved.as_ref().ok_or(crate::AutogradError::GraphConsumed { op: op.name() })?;
+                        let x = saved
+                            .as_ref()
+                            .ok_or(crate::AutogradError::GraphConsumed { op: op.name() })?;
                         // x passes where x > s (maximum) or x < s (minimum).
                         let sign = if op == BinaryOp::Maximum { 1.0 } else { -1.0 };
                         let shifted = c.mul_scalar(&c.add_scalar(x, -scalar)?, sign)?;
@@ -230,8 +259,13 @@ impl Autograd {
         }
         let Var { tensor, node } = a;
         let out = self.ctx.add_inplace(tensor, &b.tensor)?;
-        let a_node = Var { tensor: out.clone(), node };
-        Ok(record(out, "add", &[&a_node, b], |_| rule(move |_, g, need| Ok(vec![need[0].then(|| g.clone()), need[1].then_some(g)]))))
+        let a_node = Var {
+            tensor: out.clone(),
+            node,
+        };
+        Ok(record(out, "add", &[&a_node, b], |_| {
+            rule(move |_, g, need| Ok(vec![need[0].then(|| g.clone()), need[1].then_some(g)]))
+        }))
     }
 
     /// `x + s`.

@@ -66,10 +66,15 @@ impl Autograd {
         if w.requires_grad() && w.dtype().is_quantized() {
             return Err(AutogradError::NotDifferentiable {
                 op: "linear",
-                what: format!("a {} weight (quantized weights must be constants)", w.dtype()),
+                what: format!(
+                    "a {} weight (quantized weights must be constants)",
+                    w.dtype()
+                ),
             });
         }
-        let out = self.ctx.linear(&x.tensor, &w.tensor, bias.map(|b| &b.tensor))?;
+        let out = self
+            .ctx
+            .linear(&x.tensor, &w.tensor, bias.map(|b| &b.tensor))?;
         let inputs: &[&Var] = match bias {
             Some(b) => &[x, w, b],
             None => &[x, w],

@@ -7,7 +7,11 @@ use crate::error::Result;
 
 /// The smallest positive normal value of `dtype` (F32 or F64).
 fn tiny(dtype: DType) -> f64 {
-    if dtype == DType::F64 { f64::MIN_POSITIVE } else { f32::MIN_POSITIVE as f64 }
+    if dtype == DType::F64 {
+        f64::MIN_POSITIVE
+    } else {
+        f32::MIN_POSITIVE as f64
+    }
 }
 
 /// 1 where `t > 0`, else 0: `relu(t) / max(relu(t), tiny)`, exact for every `t` outside

@@ -11,7 +11,11 @@ use crate::var::Var;
 
 /// `p` in `like`'s dtype (norm weights may be F16/BF16 while activations are F32).
 fn as_dtype_of(c: &ExecContext, p: &Tensor, like: &Tensor) -> Result<Tensor> {
-    if p.dtype() == like.dtype() { Ok(p.clone()) } else { Ok(c.cast(p, like.dtype())?) }
+    if p.dtype() == like.dtype() {
+        Ok(p.clone())
+    } else {
+        Ok(c.cast(p, like.dtype())?)
+    }
 }
 
 /// `1/√(v + eps)` for row statistics `v [.., 1]`.
@@ -30,12 +34,19 @@ impl Autograd {
     pub fn rms_norm(&self, x: &Var, w: &Var, eps: f64) -> Result<Var> {
         let out = self.ctx.rms_norm(&x.tensor, &w.tensor, eps)?;
         Ok(record(out, "rms_norm", &[x, w], |_| {
-            let (sx, sw) = (x.tensor.clone(), x.requires_grad().then(|| w.tensor.clone()));
+            let (sx, sw) = (
+                x.tensor.clone(),
+                x.requires_grad().then(|| w.tensor.clone()),
+            );
             rule(move |c, g, need| {
                 // r = 1/√(mean(x²)+eps), x̂ = x·r
                 let r = inv_std(c, &row_mean(c, &c.sqr(&sx)?)?, eps)?;
                 let xhat = c.mul(&sx, &r)?;
-                let dw = if need[1] { Some(c.mul(&g, &xhat)?) } else { None };
+                let dw = if need[1] {
+                    Some(c.mul(&g, &xhat)?)
+                } else {
+                    None
+                };
                 let dx = match &sw {
                     Some(w) => {
                         // dx = r·(g·w − x̂·mean(g·w·x̂))
@@ -54,19 +65,28 @@ impl Autograd {
     /// Layer norm over the last dim: `(x − mean) / √(var + eps) · w (+ b)`. See
     /// [`ExecContext::layer_norm`].
     pub fn layer_norm(&self, x: &Var, w: &Var, b: Option<&Var>, eps: f64) -> Result<Var> {
-        let out = self.ctx.layer_norm(&x.tensor, &w.tensor, b.map(|b| &b.tensor), eps)?;
+        let out = self
+            .ctx
+            .layer_norm(&x.tensor, &w.tensor, b.map(|b| &b.tensor), eps)?;
         let inputs: &[&Var] = match b {
             Some(b) => &[x, w, b],
             None => &[x, w],
         };
         Ok(record(out, "layer_norm", inputs, |_| {
-            let (sx, sw) = (x.tensor.clone(), x.requires_grad().then(|| w.tensor.clone()));
+            let (sx, sw) = (
+                x.tensor.clone(),
+                x.requires_grad().then(|| w.tensor.clone()),
+            );
             rule(move |c, g, need| {
                 // x̂ = (x − μ)·r, r = 1/√(var + eps)
                 let xc = c.sub(&sx, &row_mean(c, &sx)?)?;
                 let r = inv_std(c, &row_mean(c, &c.sqr(&xc)?)?, eps)?;
                 let xhat = mul_into(c, xc, &r)?;
-                let dw = if need[1] { Some(c.mul(&g, &xhat)?) } else { None };
+                let dw = if need[1] {
+                    Some(c.mul(&g, &xhat)?)
+                } else {
+                    None
+                };
                 let dx = match &sw {
                     Some(w) => {
                         // dx = r·(g·w − mean(g·w) − x̂·mean(g·w·x̂))

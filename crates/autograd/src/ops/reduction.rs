@@ -10,7 +10,11 @@ use crate::var::Var;
 
 /// `g` (the reduced gradient) broadcast back over `dim` of `x_dims` (a view, no copy).
 fn expand_back(g: &Tensor, x_dims: &[usize], dim: usize, keepdim: bool) -> Result<Tensor> {
-    let g = if keepdim { g.clone() } else { g.unsqueeze(dim)? };
+    let g = if keepdim {
+        g.clone()
+    } else {
+        g.unsqueeze(dim)?
+    };
     Ok(g.broadcast_to(x_dims)?)
 }
 
@@ -41,7 +45,9 @@ impl Autograd {
                         expand_back(&scaled, dims.dims(), dim, keepdim)?
                     }
                     ReduceOp::Max | ReduceOp::Min => {
-                        let x = saved.as_ref().ok_or(crate::AutogradError::GraphConsumed { op: op.name() })?;
+                        let x = saved
+                            .as_ref()
+                            .ok_or(crate::AutogradError::GraphConsumed { op: op.name() })?;
                         let mask = extremum_mask(c, x, dim, op == ReduceOp::Max)?;
                         c.mul(&mask, &expand_back(&g, dims.dims(), dim, keepdim)?)?
                     }

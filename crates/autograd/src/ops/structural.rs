@@ -18,7 +18,11 @@ impl Autograd {
                 let mut start = 0;
                 let mut grads = Vec::with_capacity(lens.len());
                 for (&len, &needed) in lens.iter().zip(need) {
-                    grads.push(if needed { Some(g.narrow(dim, start, len)?) } else { None });
+                    grads.push(if needed {
+                        Some(g.narrow(dim, start, len)?)
+                    } else {
+                        None
+                    });
                     start += len;
                 }
                 Ok(grads)
@@ -32,7 +36,9 @@ impl Autograd {
             return Ok(x.clone());
         }
         let out = self.ctx.contiguous(&x.tensor)?;
-        Ok(record(out, "contiguous", &[x], |_| rule(|_, g, _| Ok(vec![Some(g)]))))
+        Ok(record(out, "contiguous", &[x], |_| {
+            rule(|_, g, _| Ok(vec![Some(g)]))
+        }))
     }
 
     /// A contiguous copy of `x` in `dtype` (dequantizing block dtypes). The gradient is
@@ -42,7 +48,11 @@ impl Autograd {
         Ok(record(out, "cast", &[x], |_| {
             let back = x.dtype();
             rule(move |c, g, _| {
-                let grad = if matches!(back, DType::F32 | DType::F64) && g.dtype() != back { c.cast(&g, back)? } else { g };
+                let grad = if matches!(back, DType::F32 | DType::F64) && g.dtype() != back {
+                    c.cast(&g, back)?
+                } else {
+                    g
+                };
                 Ok(vec![Some(grad)])
             })
         }))

@@ -46,13 +46,17 @@ impl Var {
     /// A view broadcast to `dims`; the gradient is summed back.
     pub fn broadcast_to(&self, dims: &[usize]) -> Result<Var> {
         let out = self.tensor.broadcast_to(dims)?;
-        Ok(record(out, "broadcast_to", &[self], |_| rule(|_, g, _| Ok(vec![Some(g)]))))
+        Ok(record(out, "broadcast_to", &[self], |_| {
+            rule(|_, g, _| Ok(vec![Some(g)]))
+        }))
     }
 
     /// A view with dims `d0` and `d1` swapped.
     pub fn transpose(&self, d0: usize, d1: usize) -> Result<Var> {
         let out = self.tensor.transpose(d0, d1)?;
-        Ok(record(out, "transpose", &[self], |_| rule(move |_, g, _| Ok(vec![Some(g.transpose(d0, d1)?)]))))
+        Ok(record(out, "transpose", &[self], |_| {
+            rule(move |_, g, _| Ok(vec![Some(g.transpose(d0, d1)?)]))
+        }))
     }
 
     /// A view with the last two dims swapped.
@@ -80,13 +84,17 @@ impl Var {
     /// A view without dim `dim` (which must have size 1).
     pub fn squeeze(&self, dim: usize) -> Result<Var> {
         let out = self.tensor.squeeze(dim)?;
-        Ok(record(out, "squeeze", &[self], |_| rule(move |_, g, _| Ok(vec![Some(g.unsqueeze(dim)?)]))))
+        Ok(record(out, "squeeze", &[self], |_| {
+            rule(move |_, g, _| Ok(vec![Some(g.unsqueeze(dim)?)]))
+        }))
     }
 
     /// A view with a new size-1 dim at `dim`.
     pub fn unsqueeze(&self, dim: usize) -> Result<Var> {
         let out = self.tensor.unsqueeze(dim)?;
-        Ok(record(out, "unsqueeze", &[self], |_| rule(move |_, g, _| Ok(vec![Some(g.squeeze(dim)?)]))))
+        Ok(record(out, "unsqueeze", &[self], |_| {
+            rule(move |_, g, _| Ok(vec![Some(g.squeeze(dim)?)]))
+        }))
     }
 
     /// A view of index `index` along `dim`, without that dim.
@@ -94,7 +102,15 @@ impl Var {
         let out = self.tensor.select(dim, index)?;
         Ok(record(out, "select", &[self], |_| {
             let shape = *self.shape();
-            rule(move |c, g, _| Ok(vec![Some(place(c, &g.unsqueeze(dim)?, &shape, dim, index)?)]))
+            rule(move |c, g, _| {
+                Ok(vec![Some(place(
+                    c,
+                    &g.unsqueeze(dim)?,
+                    &shape,
+                    dim,
+                    index,
+                )?)])
+            })
         }))
     }
 }

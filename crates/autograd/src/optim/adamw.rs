@@ -28,7 +28,13 @@ pub struct AdamWConfig {
 impl Default for AdamWConfig {
     /// PyTorch's defaults: lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight decay 0.01.
     fn default() -> Self {
-        Self { lr: 1e-3, beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay: 0.01 }
+        Self {
+            lr: 1e-3,
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+            weight_decay: 0.01,
+        }
     }
 }
 
@@ -59,7 +65,11 @@ impl AdamW {
             name,
             reason: format!("{v} must be {want}"),
         };
-        for (name, v) in [("lr", config.lr), ("eps", config.eps), ("weight_decay", config.weight_decay)] {
+        for (name, v) in [
+            ("lr", config.lr),
+            ("eps", config.eps),
+            ("weight_decay", config.weight_decay),
+        ] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(bad(name, v, "finite and ≥ 0"));
             }
@@ -69,7 +79,11 @@ impl AdamW {
                 return Err(bad(name, v, "in [0, 1)"));
             }
         }
-        Ok(Self { config, steps: HashMap::new(), moments: HashMap::new() })
+        Ok(Self {
+            config,
+            steps: HashMap::new(),
+            moments: HashMap::new(),
+        })
     }
 
     /// The settings.
@@ -79,12 +93,25 @@ impl AdamW {
 }
 
 impl Optimizer for AdamW {
-    fn step(&mut self, ctx: &ExecContext, params: &mut ParamStore, grads: &GradStore) -> Result<StepReport> {
-        let AdamWConfig { lr, beta1, beta2, eps, weight_decay } = self.config;
+    fn step(
+        &mut self,
+        ctx: &ExecContext,
+        params: &mut ParamStore,
+        grads: &GradStore,
+    ) -> Result<StepReport> {
+        let AdamWConfig {
+            lr,
+            beta1,
+            beta2,
+            eps,
+            weight_decay,
+        } = self.config;
         let mut report = StepReport::default();
         let ids: Vec<_> = params.trainable_ids().collect();
         for pid in ids {
-            let Some(vid) = params.var_id(pid) else { continue };
+            let Some(vid) = params.var_id(pid) else {
+                continue;
+            };
             let Some(g) = grads.get_id(vid) else {
                 report.skipped += 1;
                 continue;
@@ -95,7 +122,10 @@ impl Optimizer for AdamW {
             let (bc1, bc2) = (1.0 - beta1.powi(t), 1.0 - beta2.powi(t));
             let Moments { m, v } = match self.moments.remove(&vid) {
                 Some(state) => state,
-                None => Moments { m: ctx.zeros(g.dims(), g.dtype())?, v: ctx.zeros(g.dims(), g.dtype())? },
+                None => Moments {
+                    m: ctx.zeros(g.dims(), g.dtype())?,
+                    v: ctx.zeros(g.dims(), g.dtype())?,
+                },
             };
             // m ← β₁(m − g) + g = β₁m + (1−β₁)g, all in m's buffer.
             let m = apply(ctx, BinaryOp::Sub, m, g)?;
@@ -108,13 +138,20 @@ impl Optimizer for AdamW {
             let v = apply(ctx, BinaryOp::Add, v, &g2)?;
             drop(g2);
             // update = (lr/bc1)·m / (√v/√bc2 + ε)
-            let denom = apply(ctx, BinaryOp::Mul, ctx.sqrt(&v)?, &scalar(ctx, g, 1.0 / bc2.sqrt())?)?;
+            let denom = apply(
+                ctx,
+                BinaryOp::Mul,
+                ctx.sqrt(&v)?,
+                &scalar(ctx, g, 1.0 / bc2.sqrt())?,
+            )?;
             let denom = apply(ctx, BinaryOp::Add, denom, &scalar(ctx, g, eps)?)?;
             let update = ctx.div(&m, &denom)?;
             drop(denom);
             let update = apply(ctx, BinaryOp::Mul, update, &scalar(ctx, g, lr / bc1)?)?;
             self.moments.insert(vid, Moments { m, v });
-            let decay = (weight_decay > 0.0).then(|| scalar(ctx, g, 1.0 - lr * weight_decay)).transpose()?;
+            let decay = (weight_decay > 0.0)
+                .then(|| scalar(ctx, g, 1.0 - lr * weight_decay))
+                .transpose()?;
             let before = storage_addr(params[pid].tensor());
             params.update(pid, |p| {
                 let p = match &decay {

@@ -41,7 +41,12 @@ pub struct StepReport {
 /// An optimizer: updates a store's trainable parameters from gradients.
 pub trait Optimizer {
     /// One update of every trainable parameter of `params` that has a gradient in `grads`.
-    fn step(&mut self, ctx: &ExecContext, params: &mut ParamStore, grads: &GradStore) -> Result<StepReport>;
+    fn step(
+        &mut self,
+        ctx: &ExecContext,
+        params: &mut ParamStore,
+        grads: &GradStore,
+    ) -> Result<StepReport>;
 
     /// The current learning rate.
     fn learning_rate(&self) -> f64;

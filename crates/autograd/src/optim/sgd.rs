@@ -23,7 +23,11 @@ pub struct SgdConfig {
 
 impl Default for SgdConfig {
     fn default() -> Self {
-        Self { lr: 0.01, momentum: 0.0, weight_decay: 0.0 }
+        Self {
+            lr: 0.01,
+            momentum: 0.0,
+            weight_decay: 0.0,
+        }
     }
 }
 
@@ -38,29 +42,55 @@ pub struct Sgd {
 impl Sgd {
     /// An optimizer with `config`; an error for a negative or non-finite setting.
     pub fn new(config: SgdConfig) -> Result<Self> {
-        for (name, v) in [("lr", config.lr), ("momentum", config.momentum), ("weight_decay", config.weight_decay)] {
+        for (name, v) in [
+            ("lr", config.lr),
+            ("momentum", config.momentum),
+            ("weight_decay", config.weight_decay),
+        ] {
             if !(v.is_finite() && v >= 0.0) {
-                return Err(AutogradError::Argument { op: "Sgd::new", name, reason: format!("{v} must be finite and ≥ 0") });
+                return Err(AutogradError::Argument {
+                    op: "Sgd::new",
+                    name,
+                    reason: format!("{v} must be finite and ≥ 0"),
+                });
             }
         }
-        Ok(Self { config, velocity: HashMap::new() })
+        Ok(Self {
+            config,
+            velocity: HashMap::new(),
+        })
     }
 }
 
 impl Optimizer for Sgd {
-    fn step(&mut self, ctx: &ExecContext, params: &mut ParamStore, grads: &GradStore) -> Result<StepReport> {
-        let SgdConfig { lr, momentum, weight_decay } = self.config;
+    fn step(
+        &mut self,
+        ctx: &ExecContext,
+        params: &mut ParamStore,
+        grads: &GradStore,
+    ) -> Result<StepReport> {
+        let SgdConfig {
+            lr,
+            momentum,
+            weight_decay,
+        } = self.config;
         let mut report = StepReport::default();
         let ids: Vec<_> = params.trainable_ids().collect();
         for pid in ids {
-            let Some(vid) = params.var_id(pid) else { continue };
+            let Some(vid) = params.var_id(pid) else {
+                continue;
+            };
             let Some(g) = grads.get_id(vid) else {
                 report.skipped += 1;
                 continue;
             };
             let p = params[pid].tensor();
             // g' = g + wd·p
-            let g = if weight_decay > 0.0 { apply(ctx, BinaryOp::Add, ctx.mul_scalar(p, weight_decay)?, g)? } else { g.clone() };
+            let g = if weight_decay > 0.0 {
+                apply(ctx, BinaryOp::Add, ctx.mul_scalar(p, weight_decay)?, g)?
+            } else {
+                g.clone()
+            };
             let step = if momentum > 0.0 {
                 let v = match self.velocity.remove(&vid) {
                     Some(v) => {

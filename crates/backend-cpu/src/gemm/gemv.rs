@@ -35,12 +35,16 @@ pub(crate) fn gemv_rows(
             }
             Values::F16(v) if fits(v.len()) => {
                 // SAFETY: as above.
-                unsafe { avx2::rows_f16(x, v.as_ptr() as *const u16, offset, row_stride, rows, out) };
+                unsafe {
+                    avx2::rows_f16(x, v.as_ptr() as *const u16, offset, row_stride, rows, out)
+                };
                 return;
             }
             Values::BF16(v) if fits(v.len()) => {
                 // SAFETY: as above.
-                unsafe { avx2::rows_bf16(x, v.as_ptr() as *const u16, offset, row_stride, rows, out) };
+                unsafe {
+                    avx2::rows_bf16(x, v.as_ptr() as *const u16, offset, row_stride, rows, out)
+                };
                 return;
             }
             _ => {}
@@ -68,6 +72,8 @@ pub(crate) fn gemv_rows(
                     dot(xc, &buf[..wc.len()])
                 })
                 .sum(),
+            // Block-quantized weights take the quantized path, never this one.
+            Values::Blocks { .. } => f32::NAN,
         };
     }
 }
@@ -76,7 +82,12 @@ pub(crate) fn gemv_rows(
 fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0f32; 8];
     let (ac, bc) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = ac.remainder().iter().zip(bc.remainder()).map(|(x, y)| x * y).sum();
+    let tail: f32 = ac
+        .remainder()
+        .iter()
+        .zip(bc.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
     for (x, y) in ac.zip(bc) {
         for i in 0..8 {
             acc[i] += x[i] * y[i];
@@ -190,8 +201,9 @@ mod avx2 {
                     let count = (rows.end - j).min(4);
                     // SAFETY: rows `j..j+count` are in range; reads stay below `k`.
                     unsafe {
-                        let base: [*const $t; 4] =
-                            std::array::from_fn(|r| w.add(offset + (j + r.min(count - 1)) * row_stride));
+                        let base: [*const $t; 4] = std::array::from_fn(|r| {
+                            w.add(offset + (j + r.min(count - 1)) * row_stride)
+                        });
                         let mut acc = [_mm256_setzero_ps(); 4];
                         let mut e = 0;
                         while e < k8 {
@@ -217,6 +229,10 @@ mod avx2 {
     }
 
     rows_impl!(rows_f32, f32, <f32 as Load>::load8, <f32 as Load>::load1);
-    rows_impl!(rows_f16, u16, F16Bits::load8, |p: *const u16| F16Bits::to_f32(*p));
-    rows_impl!(rows_bf16, u16, Bf16Bits::load8, |p: *const u16| Bf16Bits::to_f32(*p));
+    rows_impl!(rows_f16, u16, F16Bits::load8, |p: *const u16| {
+        F16Bits::to_f32(*p)
+    });
+    rows_impl!(rows_bf16, u16, Bf16Bits::load8, |p: *const u16| {
+        Bf16Bits::to_f32(*p)
+    });
 }

@@ -21,7 +21,14 @@ pub(crate) const NR: usize = 16;
 /// (when `accumulate`) and writable, not aliased by another thread while this runs.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-pub(crate) unsafe fn kernel(kc: usize, a: *const f32, b: *const f32, c: *mut f32, ldc: usize, accumulate: bool) {
+pub(crate) unsafe fn kernel(
+    kc: usize,
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    ldc: usize,
+    accumulate: bool,
+) {
     for i in 0..MR {
         // Fetch the C tile while the products run (it is read or written at the end).
         // SAFETY: prefetches never fault; the addresses lie inside the tile anyway.

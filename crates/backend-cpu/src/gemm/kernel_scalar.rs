@@ -12,9 +12,21 @@ pub(crate) const NR: usize = 8;
 ///
 /// `a` points to `4 * kc` readable f32s, `b` to `8 * kc`; `c` to a 4×8 tile with row
 /// stride `ldc`, readable (when `accumulate`) and writable, not aliased by another thread.
-pub(crate) unsafe fn kernel(kc: usize, a: *const f32, b: *const f32, c: *mut f32, ldc: usize, accumulate: bool) {
+pub(crate) unsafe fn kernel(
+    kc: usize,
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    ldc: usize,
+    accumulate: bool,
+) {
     // SAFETY: the caller guarantees the panel lengths.
-    let (a, b) = unsafe { (std::slice::from_raw_parts(a, MR * kc), std::slice::from_raw_parts(b, NR * kc)) };
+    let (a, b) = unsafe {
+        (
+            std::slice::from_raw_parts(a, MR * kc),
+            std::slice::from_raw_parts(b, NR * kc),
+        )
+    };
     let mut acc = [[0f32; NR]; MR];
     for (ap, bp) in a.chunks_exact(MR).zip(b.chunks_exact(NR)) {
         for (row, &ai) in acc.iter_mut().zip(ap) {

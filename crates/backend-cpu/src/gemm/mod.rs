@@ -40,6 +40,7 @@ use crate::parallel::Parallel;
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct GemmKernel {
     /// Name for benchmarks and test messages.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) name: &'static str,
     mr: usize,
     nr: usize,
@@ -104,6 +105,11 @@ pub(crate) fn best_kernel() -> GemmKernel {
 /// Work below this many multiply-adds stays on the calling thread.
 const MIN_PARALLEL_MACS: usize = 1 << 18;
 
+/// The narrowest share of the split output side (columns or rows) one task gets: a task
+/// repacks the operand that is not split (≈ 0.3 ns per value against ≈ 1/32 ns per
+/// multiply-add at peak), which costs about `10 / edge` of its time.
+const MIN_TASK_EDGE: usize = 384;
+
 /// The output matrix: `m × n` f32s at `ptr` with row stride `ldc`.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct OutPtr {
@@ -121,7 +127,10 @@ unsafe impl Sync for OutPtr {}
 impl OutPtr {
     /// The output over `c`, a row-major matrix with row stride `ldc`.
     pub(crate) fn new(c: &mut [f32], ldc: usize) -> Self {
-        Self { ptr: c.as_mut_ptr(), ldc }
+        Self {
+            ptr: c.as_mut_ptr(),
+            ldc,
+        }
     }
 
     /// Row `i`, columns `cols`, as a mutable slice.
@@ -132,7 +141,9 @@ impl OutPtr {
     /// lives.
     pub(crate) unsafe fn row_segment<'s>(self, i: usize, cols: Range<usize>) -> &'s mut [f32] {
         // SAFETY: in bounds and unaliased by the caller's contract.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(i * self.ldc + cols.start), cols.len()) }
+        unsafe {
+            std::slice::from_raw_parts_mut(self.ptr.add(i * self.ldc + cols.start), cols.len())
+        }
     }
 
     /// The view moved to element `(i, j)`.
@@ -142,7 +153,8 @@ impl OutPtr {
     /// `(i, j)` lies inside the matrix this pointer was made for.
     pub(crate) unsafe fn at(self, i: usize, j: usize) -> Self {
         // SAFETY: in bounds by the caller's contract.
-        Self { ptr: unsafe { self.ptr.add(i * self.ldc + j) }, ldc: self.ldc }
+        let ptr = unsafe { self.ptr.add(i * self.ldc + j) };
+        Self { ptr, ldc: self.ldc }
     }
 }
 
@@ -169,7 +181,15 @@ impl Gemm<'_> {
     ///
     /// `c` addresses an `m × n` region with row stride `ldc` that is valid for writes and
     /// not accessed by anything else during the call.
-    pub(crate) unsafe fn gemm(&self, m: usize, n: usize, k: usize, a: MatRef<'_>, b: MatRef<'_>, c: OutPtr) -> Result<()> {
+    pub(crate) unsafe fn gemm(
+        &self,
+        m: usize,
+        n: usize,
+        k: usize,
+        a: MatRef<'_>,
+        b: MatRef<'_>,
+        c: OutPtr,
+    ) -> Result<()> {
         if m == 0 || n == 0 {
             return Ok(());
         }
@@ -181,26 +201,51 @@ impl Gemm<'_> {
         let (mr, nr) = (self.kernel.mr, self.kernel.nr);
         let error = Mutex::new(None);
         // Split the larger output side into panel ranges.
-        let split_cols = n >= m;
-        let (items, per_item_macs) =
-            if split_cols { (n.div_ceil(nr), m * k.max(1) * nr) } else { (m.div_ceil(mr), n * k.max(1) * mr) };
-        let min_items = MIN_PARALLEL_MACS.div_ceil(per_item_macs).max(1);
-        self.par.parallel_for(items, min_items, &|range: Range<usize>| {
-            let (rows, cols) = if split_cols {
-                (0..m, range.start * nr..(range.end * nr).min(n))
-            } else {
-                (range.start * mr..(range.end * mr).min(m), 0..n)
-            };
-            // SAFETY: tasks get disjoint row or column ranges of C (parallel_for hands out
-            // disjoint item ranges), inside the region the caller vouched for.
-            let result = unsafe {
-                let c = c.at(rows.start, cols.start);
-                self.task(rows.len(), cols.len(), k, a.at(rows.start, 0), b.at(0, cols.start), c)
-            };
-            if let Err(e) = result {
-                *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-            }
-        });
+        // Split the side that gives every thread a wide share; else the larger side.
+        let threads = self.par.threads();
+        let (cols_wide, rows_wide) = (n >= threads * MIN_TASK_EDGE, m >= threads * MIN_TASK_EDGE);
+        let split_cols = if cols_wide != rows_wide {
+            cols_wide
+        } else {
+            n >= m
+        };
+        let (items, per_item_macs) = if split_cols {
+            (n.div_ceil(nr), m * k.max(1) * nr)
+        } else {
+            (m.div_ceil(mr), n * k.max(1) * mr)
+        };
+        // Each task packs the whole unsplit operand again: keep its share of the output
+        // wide enough ([`MIN_TASK_EDGE`]) that this stays a few percent of the work.
+        let edge_items = if cols_wide || rows_wide {
+            MIN_TASK_EDGE.div_ceil(if split_cols { nr } else { mr })
+        } else {
+            1
+        };
+        let min_items = MIN_PARALLEL_MACS.div_ceil(per_item_macs).max(edge_items);
+        self.par
+            .parallel_for(items, min_items, &|range: Range<usize>| {
+                let (rows, cols) = if split_cols {
+                    (0..m, range.start * nr..(range.end * nr).min(n))
+                } else {
+                    (range.start * mr..(range.end * mr).min(m), 0..n)
+                };
+                // SAFETY: tasks get disjoint row or column ranges of C (parallel_for hands out
+                // disjoint item ranges), inside the region the caller vouched for.
+                let result = unsafe {
+                    let c = c.at(rows.start, cols.start);
+                    self.task(
+                        rows.len(),
+                        cols.len(),
+                        k,
+                        a.at(rows.start, 0),
+                        b.at(0, cols.start),
+                        c,
+                    )
+                };
+                if let Err(e) = result {
+                    *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                }
+            });
         match error.into_inner().unwrap_or_else(|p| p.into_inner()) {
             Some(e) => Err(e),
             None => Ok(()),
@@ -213,7 +258,15 @@ impl Gemm<'_> {
     /// # Safety
     ///
     /// As [`Gemm::gemm`].
-    pub(crate) unsafe fn task(&self, m: usize, n: usize, k: usize, a: MatRef<'_>, b: MatRef<'_>, c: OutPtr) -> Result<()> {
+    pub(crate) unsafe fn task(
+        &self,
+        m: usize,
+        n: usize,
+        k: usize,
+        a: MatRef<'_>,
+        b: MatRef<'_>,
+        c: OutPtr,
+    ) -> Result<()> {
         if m == 0 || n == 0 {
             return Ok(());
         }
@@ -228,7 +281,13 @@ impl Gemm<'_> {
         let (mr, nr) = (kern.mr, kern.nr);
         debug_assert!(kern.kc <= KC_MAX);
         let bytes = self.scratch_floats(m, n) * size_of::<f32>();
-        let mut lease = self.pool.acquire(bytes).map_err(|source| TensorError::Pool { op: "matmul", source })?;
+        let mut lease = self
+            .pool
+            .acquire(bytes)
+            .map_err(|source| TensorError::Pool {
+                op: "matmul",
+                source,
+            })?;
         let scratch = &mut lease.as_mut_slice::<f32>()[..bytes / size_of::<f32>()];
         let a_len = m.min(kern.mc).div_ceil(mr) * mr * kern.kc;
         let (a_pack, b_pack) = scratch.split_at_mut(a_len);
@@ -259,7 +318,9 @@ impl Gemm<'_> {
                                 unsafe { (kern.run)(kc, ap, bp, tile.as_mut_ptr(), nr, false) };
                                 for i in 0..mh {
                                     // SAFETY: row `i` of the partial tile lies inside C.
-                                    let row = unsafe { std::slice::from_raw_parts_mut(ct.ptr.add(i * ct.ldc), nw) };
+                                    let row = unsafe {
+                                        std::slice::from_raw_parts_mut(ct.ptr.add(i * ct.ldc), nw)
+                                    };
                                     let src = &tile[i * nr..i * nr + nw];
                                     if accumulate {
                                         row.iter_mut().zip(src).for_each(|(o, s)| *o += s);

@@ -1,8 +1,9 @@
 //! A strided matrix operand of a product: F32, F16 or BF16 values in host memory,
 //! addressed by an element offset and a row and a column stride.
 
-use half::{bf16, f16};
 use half::slice::HalfFloatSliceExt;
+use half::{bf16, f16};
+use tempra_tensor::DType;
 
 /// The values behind an operand, in their stored dtype.
 #[derive(Clone, Copy, Debug)]
@@ -13,6 +14,19 @@ pub(crate) enum Values<'a> {
     F16(&'a [f16]),
     /// bfloat16 values, converted while packing.
     BF16(&'a [bf16]),
+    /// Block-quantized rows (a GGUF weight `w [N, K]` read as `B = wᵀ`), dequantized while
+    /// packing. Element indices are virtual: element `v` is value `v % block_len` of
+    /// block `base_block + v / block_len`, so with `rs = 1` and `cs = row_stride_blocks ·
+    /// block_len` element `(k, n)` is `w[n, k]`. Only `pack_panels` reads this variant,
+    /// in runs that start on a block boundary and cover whole blocks.
+    Blocks {
+        /// The block format.
+        dtype: DType,
+        /// The storage's bytes.
+        bytes: &'a [u8],
+        /// The block holding `w[0, 0]`.
+        base_block: usize,
+    },
 }
 
 /// A matrix view: element `(i, j)` lives at `values[offset + i * rs + j * cs]`.
@@ -29,14 +43,12 @@ pub(crate) struct MatRef<'a> {
 }
 
 impl<'a> MatRef<'a> {
-    /// The same matrix transposed (a view: strides swapped).
-    pub(crate) fn t(self) -> Self {
-        Self { rs: self.cs, cs: self.rs, ..self }
-    }
-
     /// The view moved to start at element `(i, j)`.
     pub(crate) fn at(self, i: usize, j: usize) -> Self {
-        Self { offset: self.offset + i * self.rs + j * self.cs, ..self }
+        Self {
+            offset: self.offset + i * self.rs + j * self.cs,
+            ..self
+        }
     }
 
     /// Reads `out.len()` values starting at element `start` (relative to the offset),
@@ -66,6 +78,20 @@ impl<'a> MatRef<'a> {
             Values::BF16(v) => {
                 for (e, o) in out.iter_mut().enumerate() {
                     *o = v[first + e * stride].to_f32();
+                }
+            }
+            Values::Blocks {
+                dtype,
+                bytes,
+                base_block,
+            } => {
+                // Whole blocks along a row (the only way packing reads this variant).
+                let bl = dtype.block_len();
+                debug_assert!(stride == 1 && first % bl == 0 && n % bl == 0);
+                let start = (base_block + first / bl) * dtype.block_bytes();
+                let src = &bytes[start..start + n / bl * dtype.block_bytes()];
+                if tempra_tensor::quant::dequantize_row(dtype, src, out).is_err() {
+                    out.fill(f32::NAN);
                 }
             }
         }

@@ -30,13 +30,20 @@ pub(crate) fn pack_panels(
     }
     let panels = inner.div_ceil(width);
     let mut run = [0f32; KC_MAX];
-    for (q, out) in dst[..panels * kc * width].chunks_exact_mut(kc * width).enumerate() {
+    for (q, out) in dst[..panels * kc * width]
+        .chunks_exact_mut(kc * width)
+        .enumerate()
+    {
         let start = q * width;
         let w = (inner - start).min(width);
         if inner_stride == 1 || k_stride != 1 {
             // Contiguous (or equally strided) along the panel width: one run per depth.
             for (p, slot) in out.chunks_exact_mut(width).enumerate() {
-                src.load_run(start * inner_stride + p * k_stride, inner_stride, &mut slot[..w]);
+                src.load_run(
+                    start * inner_stride + p * k_stride,
+                    inner_stride,
+                    &mut slot[..w],
+                );
                 slot[w..].fill(0.0);
             }
         } else {
@@ -71,7 +78,10 @@ fn pack_f32(
     dst: &mut [f32],
 ) {
     let panels = inner.div_ceil(width);
-    for (q, out) in dst[..panels * kc * width].chunks_exact_mut(kc * width).enumerate() {
+    for (q, out) in dst[..panels * kc * width]
+        .chunks_exact_mut(kc * width)
+        .enumerate()
+    {
         let start = offset + q * width * inner_stride;
         let w = (inner - q * width).min(width);
         if inner_stride == 1 {

@@ -43,15 +43,33 @@ fn blocked_gemm_one_thread() {
         let a = vec![0.5f32; n * n];
         let b = vec![0.25f32; n * n];
         let mut c = vec![0f32; n * n];
-        let g = Gemm { kernel: best_kernel(), pool: &pool, par: &Serial };
+        let g = Gemm {
+            kernel: best_kernel(),
+            pool: &pool,
+            par: &Serial,
+        };
         let (ma, mb) = (
-            MatRef { values: Values::F32(&a), offset: 0, rs: n, cs: 1 },
-            MatRef { values: Values::F32(&b), offset: 0, rs: n, cs: 1 },
+            MatRef {
+                values: Values::F32(&a),
+                offset: 0,
+                rs: n,
+                cs: 1,
+            },
+            MatRef {
+                values: Values::F32(&b),
+                offset: 0,
+                rs: n,
+                cs: 1,
+            },
         );
         let out = OutPtr::new(&mut c, n);
         // SAFETY: `c` is an n × n matrix held here.
         let t = best_of(3, || unsafe { g.gemm(n, n, n, ma, mb, out).unwrap() });
-        println!("{} gemm {n}^3: {:.1} GFLOP/s", g.kernel.name, 2.0 * (n * n * n) as f64 / t / 1e9);
+        println!(
+            "{} gemm {n}^3: {:.1} GFLOP/s",
+            g.kernel.name,
+            2.0 * (n * n * n) as f64 / t / 1e9
+        );
     }
 }
 
@@ -64,17 +82,38 @@ fn blocking_sweep() {
     let b = vec![0.25f32; n * n];
     let mut c = vec![0f32; n * n];
     let (ma, mb) = (
-        MatRef { values: Values::F32(&a), offset: 0, rs: n, cs: 1 },
-        MatRef { values: Values::F32(&b), offset: 0, rs: n, cs: 1 },
+        MatRef {
+            values: Values::F32(&a),
+            offset: 0,
+            rs: n,
+            cs: 1,
+        },
+        MatRef {
+            values: Values::F32(&b),
+            offset: 0,
+            rs: n,
+            cs: 1,
+        },
     );
     let out = OutPtr::new(&mut c, n);
     for kc in [128, 192, 256, 320, 384] {
         for mc in [48, 72, 120, 192, 288] {
-            let kernel = GemmKernel { kc, mc, ..best_kernel() };
-            let g = Gemm { kernel, pool: &pool, par: &Serial };
+            let kernel = GemmKernel {
+                kc,
+                mc,
+                ..best_kernel()
+            };
+            let g = Gemm {
+                kernel,
+                pool: &pool,
+                par: &Serial,
+            };
             // SAFETY: `c` is an n × n matrix held here.
             let t = best_of(3, || unsafe { g.gemm(n, n, n, ma, mb, out).unwrap() });
-            println!("kc {kc} mc {mc}: {:.1} GFLOP/s", 2.0 * (n * n * n) as f64 / t / 1e9);
+            println!(
+                "kc {kc} mc {mc}: {:.1} GFLOP/s",
+                2.0 * (n * n * n) as f64 / t / 1e9
+            );
         }
     }
 }
@@ -112,5 +151,8 @@ fn fma_peak() {
     let mut sink = 0.0;
     // SAFETY: AVX2 and FMA were detected above.
     let t = best_of(3, || sink += unsafe { fma_loop(iters) });
-    println!("fma peak: {:.1} GFLOP/s (sink {sink})", 2.0 * 8.0 * 12.0 * iters as f64 / t / 1e9);
+    println!(
+        "fma peak: {:.1} GFLOP/s (sink {sink})",
+        2.0 * 8.0 * 12.0 * iters as f64 / t / 1e9
+    );
 }

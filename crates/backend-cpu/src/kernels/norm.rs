@@ -1,6 +1,6 @@
 //! RMS norm and layer norm of one contiguous row, with f32 parameters.
 
-use crate::kernels::reduce::{sum_row, sum_sq_dev_row, sum_sq_row};
+use crate::kernels::reduce::{sum_dev_row_f64, sum_row_f64, sum_sq_dev_row, sum_sq_row};
 use crate::simd::{Simd, simd_dispatch};
 
 /// `y = x · scale · w`.
@@ -15,7 +15,12 @@ fn scale_mul_row<S: Simd>(s: S, x: &[f32], scale: f32, w: &[f32], y: &mut [f32])
     for ((xv, wv), yv) in (&mut xc).zip(&mut wc).zip(&mut yc) {
         s.store(yv, s.mul(s.mul(s.load(xv), vs), s.load(wv)));
     }
-    for ((xv, wv), yv) in xc.remainder().iter().zip(wc.remainder()).zip(yc.into_remainder()) {
+    for ((xv, wv), yv) in xc
+        .remainder()
+        .iter()
+        .zip(wc.remainder())
+        .zip(yc.into_remainder())
+    {
         *yv = xv * scale * wv;
     }
 }
@@ -33,18 +38,30 @@ fn rms_norm_row<S: Simd>(s: S, x: &[f32], w: &[f32], eps: f64, y: &mut [f32]) {
 fn layer_norm_row<S: Simd>(s: S, x: &[f32], w: &[f32], b: Option<&[f32]>, eps: f64, y: &mut [f32]) {
     let n = x.len().min(w.len()).min(y.len());
     let (x, w, y) = (&x[..n], &w[..n], &mut y[..n]);
-    let mean = sum_row(s, x) / n as f32;
-    let var = sum_sq_dev_row(s, x, mean) as f64 / n as f64;
-    let scale = (1.0 / (var + eps).sqrt()) as f32;
-    let (vm, vs) = (s.splat(mean), s.splat(scale));
+    // The mean in two passes (a first estimate, then the mean deviation from it, both
+    // small-valued sums), kept as an f32 pair `hi + lo`: `x - hi` is exact for x near the
+    // mean, so rows with a large offset keep their relative accuracy.
+    let estimate = (sum_row_f64(s, x) / n as f64) as f32;
+    let mean = estimate as f64 + sum_dev_row_f64(s, x, estimate) / n as f64;
+    let hi = mean as f32;
+    let lo = (mean - hi as f64) as f32;
+    let var = sum_sq_dev_row(s, x, hi) as f64 / n as f64 - (lo as f64) * (lo as f64);
+    let scale = (1.0 / (var.max(0.0) + eps).sqrt()) as f32;
+    let (vh, vl, vs) = (s.splat(hi), s.splat(lo), s.splat(scale));
     let mut xc = x.chunks_exact(S::LANES);
     let mut wc = w.chunks_exact(S::LANES);
     let mut yc = y.chunks_exact_mut(S::LANES);
     for ((xv, wv), yv) in (&mut xc).zip(&mut wc).zip(&mut yc) {
-        s.store(yv, s.mul(s.mul(s.sub(s.load(xv), vm), vs), s.load(wv)));
+        let centered = s.sub(s.sub(s.load(xv), vh), vl);
+        s.store(yv, s.mul(s.mul(centered, vs), s.load(wv)));
     }
-    for ((xv, wv), yv) in xc.remainder().iter().zip(wc.remainder()).zip(yc.into_remainder()) {
-        *yv = (xv - mean) * scale * wv;
+    for ((xv, wv), yv) in xc
+        .remainder()
+        .iter()
+        .zip(wc.remainder())
+        .zip(yc.into_remainder())
+    {
+        *yv = ((xv - hi) - lo) * scale * wv;
     }
     if let Some(b) = b {
         let b = &b[..n];

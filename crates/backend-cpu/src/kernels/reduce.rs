@@ -8,9 +8,10 @@ use crate::simd::{Simd, simd_dispatch};
 const ACC: usize = 4;
 
 /// Folds a contiguous row into one vector with `$combine(acc, v)`, every lane starting at
-/// `$init` (a partial tail is padded with `$init`, which must be neutral).
+/// `$init` (a partial tail is padded with `$init`, which must be neutral), then merges the
+/// accumulators with `$merge(a, b)`.
 macro_rules! fold_row {
-    ($s:ident, $x:expr, $init:expr, |$acc:ident, $v:ident| $combine:expr) => {{
+    ($s:ident, $x:expr, $init:expr, |$acc:ident, $v:ident| $combine:expr, |$a:ident, $b:ident| $merge:expr) => {{
         let x: &[f32] = $x;
         let init = $s.splat($init);
         let mut accs = [init; ACC];
@@ -34,50 +35,124 @@ macro_rules! fold_row {
             let $v = $s.load_partial(tail, $init);
             accs[1] = $combine;
         }
-        let ($acc, $v) = (accs[0], accs[1]);
-        let left = $combine;
-        let ($acc, $v) = (accs[2], accs[3]);
-        let right = $combine;
-        let ($acc, $v) = (left, right);
-        $combine
+        let ($a, $b) = (accs[0], accs[1]);
+        let left = $merge;
+        let ($a, $b) = (accs[2], accs[3]);
+        let right = $merge;
+        let ($a, $b) = (left, right);
+        $merge
     }};
+}
+
+/// Values summed in f32 lanes before the partial sum joins an f64 total: keeps long sums
+/// (a vocabulary row) within a few f32 ulps of the exact result at no measurable cost.
+const SUM_CHUNK: usize = 512;
+
+/// Σ x, as f64 (f32 lanes per chunk).
+#[inline(always)]
+pub(crate) fn sum_row_f64<S: Simd>(s: S, x: &[f32]) -> f64 {
+    let mut total = 0f64;
+    for chunk in x.chunks(SUM_CHUNK) {
+        total += s.reduce_add(fold_row!(s, chunk, 0.0, |acc, v| s.add(acc, v), |a, b| s.add(a, b)))
+            as f64;
+    }
+    total
+}
+
+/// Σ (x - c), as f64.
+#[inline(always)]
+pub(crate) fn sum_dev_row_f64<S: Simd>(s: S, x: &[f32], c: f32) -> f64 {
+    let vc = s.splat(c);
+    let mut total = 0f64;
+    for chunk in x.chunks(SUM_CHUNK) {
+        let n = chunk.len() - chunk.len() % S::LANES;
+        let body = fold_row!(
+            s,
+            &chunk[..n],
+            0.0,
+            |acc, v| s.add(acc, s.sub(v, vc)),
+            |a, b| s.add(a, b)
+        );
+        total += s.reduce_add(body) as f64;
+        total += chunk[n..].iter().map(|v| (v - c) as f64).sum::<f64>();
+    }
+    total
 }
 
 /// Σ x.
 #[inline(always)]
 pub(crate) fn sum_row<S: Simd>(s: S, x: &[f32]) -> f32 {
-    s.reduce_add(fold_row!(s, x, 0.0, |acc, v| s.add(acc, v)))
+    sum_row_f64(s, x) as f32
 }
 
 /// Σ x².
 #[inline(always)]
 pub(crate) fn sum_sq_row<S: Simd>(s: S, x: &[f32]) -> f32 {
-    s.reduce_add(fold_row!(s, x, 0.0, |acc, v| s.mul_add(v, v, acc)))
+    let mut total = 0f64;
+    for chunk in x.chunks(SUM_CHUNK) {
+        total += s.reduce_add(fold_row!(
+            s,
+            chunk,
+            0.0,
+            |acc, v| s.mul_add(v, v, acc),
+            |a, b| s.add(a, b)
+        )) as f64;
+    }
+    total as f32
 }
 
 /// Σ (x - c)².
 #[inline(always)]
 pub(crate) fn sum_sq_dev_row<S: Simd>(s: S, x: &[f32], c: f32) -> f32 {
     let vc = s.splat(c);
-    // Whole vectors in SIMD, the tail (< LANES values) in scalar code.
-    let n = x.len() - x.len() % S::LANES;
-    let body = s.reduce_add(fold_row!(s, &x[..n], 0.0, |acc, v| s.mul_add(s.sub(v, vc), s.sub(v, vc), acc)));
-    body + x[n..].iter().map(|v| (v - c) * (v - c)).sum::<f32>()
+    let mut total = 0f64;
+    for chunk in x.chunks(SUM_CHUNK) {
+        // Whole vectors in SIMD, the tail (< LANES values) in scalar code.
+        let n = chunk.len() - chunk.len() % S::LANES;
+        let body = fold_row!(
+            s,
+            &chunk[..n],
+            0.0,
+            |acc, v| s.mul_add(s.sub(v, vc), s.sub(v, vc), acc),
+            |a, b| s.add(a, b)
+        );
+        total += s.reduce_add(body) as f64;
+        total += chunk[n..]
+            .iter()
+            .map(|v| ((v - c) * (v - c)) as f64)
+            .sum::<f64>();
+    }
+    total as f32
 }
 
 /// max x, NaN when any element is NaN (an empty row gives -∞).
 #[inline(always)]
 pub(crate) fn max_row<S: Simd>(s: S, x: &[f32]) -> f32 {
-    let m = fold_row!(s, x, f32::NEG_INFINITY, |acc, v| s.max_nan(acc, v));
+    let m = fold_row!(
+        s,
+        x,
+        f32::NEG_INFINITY,
+        |acc, v| s.max_nan(acc, v),
+        |a, b| s.max_nan(a, b)
+    );
     // `max_nan` keeps a NaN in its lane; the lane reduction might not, so check first.
-    if s.first_set(s.unord(m, m)).is_some() { f32::NAN } else { s.reduce_max(m) }
+    if s.first_set(s.unord(m, m)).is_some() {
+        f32::NAN
+    } else {
+        s.reduce_max(m)
+    }
 }
 
 /// min x, NaN when any element is NaN (an empty row gives +∞).
 #[inline(always)]
 pub(crate) fn min_row<S: Simd>(s: S, x: &[f32]) -> f32 {
-    let m = fold_row!(s, x, f32::INFINITY, |acc, v| s.min_nan(acc, v));
-    if s.first_set(s.unord(m, m)).is_some() { f32::NAN } else { s.reduce_min(m) }
+    let m = fold_row!(s, x, f32::INFINITY, |acc, v| s.min_nan(acc, v), |a, b| s
+        .min_nan(a, b));
+    if s.first_set(s.unord(m, m)).is_some() {
+        f32::NAN
+    } else {
+        s.reduce_min(m)
+    }
 }
 
 /// The reduction of `op` over a contiguous row (`Mean` divides by the length).
@@ -129,7 +204,11 @@ pub(crate) fn argmax_row<S: Simd>(s: S, x: &[f32]) -> usize {
         }
         base += S::LANES;
     }
-    chunks.remainder().iter().position(|&v| v == best).map_or(0, |i| base + i)
+    chunks
+        .remainder()
+        .iter()
+        .position(|&v| v == best)
+        .map_or(0, |i| base + i)
 }
 
 simd_dispatch! {

@@ -19,6 +19,7 @@ pub(crate) type QuantizeFn = fn(DType, &[f32], &mut [u8]) -> Result<()>;
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct QuantKernels {
     /// Name for benchmarks and test messages.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) name: &'static str,
     /// The activation quantizer.
     pub(crate) quantize: QuantizeFn,
@@ -42,7 +43,10 @@ const FORMATS: [DType; 10] = [
 impl QuantKernels {
     /// The dot product for weights of `dtype`, if it is a weight format.
     pub(crate) fn dot(&self, dtype: DType) -> Option<DotFn> {
-        FORMATS.iter().position(|&d| d == dtype).and_then(|i| self.dots[i])
+        FORMATS
+            .iter()
+            .position(|&d| d == dtype)
+            .and_then(|i| self.dots[i])
     }
 
     /// This table with `dtype`'s dot product replaced.
@@ -103,8 +107,17 @@ pub(crate) fn best_kernels() -> QuantKernels {
 
 impl QuantKernels {
     /// `base` with the entries for the given formats replaced (used by ISA modules).
-    pub(crate) fn patched(base: QuantKernels, name: &'static str, quantize: QuantizeFn, dots: &[(DType, DotFn)]) -> Self {
-        let mut table = QuantKernels { name, quantize, ..base };
+    pub(crate) fn patched(
+        base: QuantKernels,
+        name: &'static str,
+        quantize: QuantizeFn,
+        dots: &[(DType, DotFn)],
+    ) -> Self {
+        let mut table = QuantKernels {
+            name,
+            quantize,
+            ..base
+        };
         for &(dtype, dot) in dots {
             if let Some(i) = FORMATS.iter().position(|&d| d == dtype) {
                 table = table.with(i, dot);

@@ -17,13 +17,13 @@ mod avx2;
 mod kernels;
 #[cfg(test)]
 mod probe;
+#[cfg(test)]
+mod tests;
 
 use tempra_tensor::quant::vec_dot_dtype;
 use tempra_tensor::{Result, Tensor, TensorError};
 
 pub(crate) use kernels::{QuantKernels, SCALAR, avx2_kernels};
-#[cfg(test)]
-pub(crate) use kernels::best_kernels;
 
 use crate::gemm::Gemm;
 
@@ -67,7 +67,11 @@ pub(crate) fn linear(
     const OP: &str = "linear";
     let wd = w.dtype();
     let act = vec_dot_dtype(wd);
-    let dot = kernels.dot(wd).ok_or(TensorError::DType { op: OP, dtype: wd, what: "a weight block format" })?;
+    let dot = kernels.dot(wd).ok_or(TensorError::DType {
+        op: OP,
+        dtype: wd,
+        what: "a weight block format",
+    })?;
     let (n, k) = (w.dims()[0], w.dims()[1]);
     let blocks = k / wd.block_len();
     let (w_bytes_per_block, a_bytes_per_block) = (wd.block_bytes(), act.block_bytes());
@@ -113,9 +117,14 @@ pub(crate) fn linear(
     let w_row_bytes = blocks * w_bytes_per_block;
     // Every weight row must lie inside the storage: the kernels read raw pointers.
     if (n - 1) * w_row_stride + w_row_bytes > w_bytes.len() {
-        return Err(TensorError::Argument { op: OP, name: "w", reason: "rows run past the storage".into() });
+        return Err(TensorError::Argument {
+            op: OP,
+            name: "w",
+            reason: "rows run past the storage".into(),
+        });
     }
-    let act_rows_per_block = (ACT_BLOCK_BYTES / act_row_bytes).max(ROWS_PER_DOT) / ROWS_PER_DOT * ROWS_PER_DOT;
+    let act_rows_per_block =
+        (ACT_BLOCK_BYTES / act_row_bytes).max(ROWS_PER_DOT) / ROWS_PER_DOT * ROWS_PER_DOT;
     let task = |wrows: std::ops::Range<usize>| {
         let mut dots = [0f32; ROWS_PER_DOT];
         for r0 in (0..rows).step_by(act_rows_per_block) {
@@ -127,7 +136,8 @@ pub(crate) fn linear(
                         let count = (r1 - t).min(ROWS_PER_DOT);
                         let mut ptrs = [std::ptr::null::<u8>(); ROWS_PER_DOT];
                         for (i, p) in ptrs[..count].iter_mut().enumerate() {
-                            *p = acts[(t + i) * act_row_bytes..(t + i + 1) * act_row_bytes].as_ptr();
+                            *p =
+                                acts[(t + i) * act_row_bytes..(t + i + 1) * act_row_bytes].as_ptr();
                         }
                         // SAFETY: `dot` was chosen for this CPU's features; `w_row` holds
                         // `blocks` weight blocks and each pointer `blocks` activation

@@ -16,7 +16,9 @@ fn dot_in_cache() {
     let rows = 64;
     for dtype in [DType::Q4_0, DType::Q8_0, DType::Q4K, DType::Q6K] {
         let act = vec_dot_dtype(dtype);
-        let vals: Vec<f32> = (0..rows * k).map(|i| ((i * 7919) % 113) as f32 / 50.0 - 1.1).collect();
+        let vals: Vec<f32> = (0..rows * k)
+            .map(|i| ((i * 7919) % 113) as f32 / 50.0 - 1.1)
+            .collect();
         let mut w = vec![0u8; dtype.bytes_for(rows * k).unwrap()];
         quantize_row(dtype, &vals, &mut w).unwrap();
         let mut a = vec![0u8; act.bytes_for(4 * k).unwrap()];
@@ -48,6 +50,55 @@ fn dot_in_cache() {
                 macs / best / 1e9,
                 bytes / best / 1e9,
                 best / (reps * rows * nb) as f64 * 1e9
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore]
+fn prefill_int8_vs_dequantized_gemm() {
+    use tempra_tensor::tempra_pool::HostPool;
+    use tempra_tensor::{Layout, Shape, Storage, Tensor};
+
+    use crate::CpuBackend;
+
+    let backend = CpuBackend::with_threads(HostPool::host(), 1);
+    let (m, k, n) = (512usize, 2048usize, 2048usize);
+    let x = Tensor::owned_from_slice(
+        &(0..m * k)
+            .map(|i| ((i * 31) % 17) as f32 / 9.0 - 0.9)
+            .collect::<Vec<_>>(),
+        &[m, k],
+    )
+    .unwrap();
+    for dtype in [DType::Q4_0, DType::Q8_0, DType::Q4K, DType::Q6K] {
+        let vals: Vec<f32> = (0..n * k)
+            .map(|i| ((i * 7919) % 113) as f32 / 50.0 - 1.1)
+            .collect();
+        let mut bytes = vec![0u8; dtype.bytes_for(n * k).unwrap()];
+        quantize_row(dtype, &vals, &mut bytes).unwrap();
+        let mut storage = Storage::owned_zeroed(bytes.len()).unwrap();
+        storage.host_bytes_mut().unwrap()[..bytes.len()].copy_from_slice(&bytes);
+        let w = Tensor::from_storage(
+            storage,
+            Layout::contiguous(Shape::new(&[n, k]).unwrap(), dtype).unwrap(),
+        )
+        .unwrap();
+        for (label, rows) in [("int8 dots", usize::MAX), ("dequant+gemm", 1)] {
+            let mut products = backend.products();
+            products.dequant_gemm_rows = rows;
+            let mut out = Tensor::owned_zeros(&[m, n], DType::F32).unwrap();
+            let best = (0..3)
+                .map(|_| {
+                    let t = Instant::now();
+                    crate::linear::linear(&products, &x, &w, None, &mut out).unwrap();
+                    t.elapsed().as_secs_f64()
+                })
+                .fold(f64::INFINITY, f64::min);
+            println!(
+                "{dtype} m={m} {label}: {:.1} GFLOP/s",
+                2.0 * (m * n * k) as f64 / best / 1e9
             );
         }
     }

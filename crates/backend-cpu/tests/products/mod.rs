@@ -5,14 +5,31 @@
 
 use std::sync::Arc;
 
-use tempra_backend_cpu::CpuBackend;
+use tempra_backend_cpu::{CpuBackend, CpuConfig, Isa};
 use tempra_tensor::random::SplitMix64;
 use tempra_tensor::tempra_pool::HostPool;
 use tempra_tensor::{DType, ExecContext, Tensor};
 
-/// The CPU backend configurations under test, with a label for messages.
+/// The CPU backend configurations under test, with a label for messages: every ISA this
+/// CPU runs (the scalar path always), each on 1 thread and on 3 (more tasks than the
+/// 2-core CI machine has cores, so the splits are exercised everywhere).
 pub fn cpu_contexts() -> Vec<(String, ExecContext)> {
-    vec![("cpu-default".to_string(), ExecContext::new(Arc::new(CpuBackend::new(HostPool::host()))))]
+    let mut contexts = Vec::new();
+    for isa in Isa::available() {
+        for threads in [1, 3] {
+            let config = CpuConfig {
+                isa: Some(isa),
+                threads: Some(threads),
+            };
+            let backend =
+                CpuBackend::with_config(HostPool::host(), config).expect("an available ISA");
+            contexts.push((
+                format!("cpu-{isa}-{threads}t"),
+                ExecContext::new(Arc::new(backend)),
+            ));
+        }
+    }
+    contexts
 }
 
 /// `n` standard-normal values from `seed`.
@@ -38,7 +55,13 @@ pub fn float_tensor(values: &[f32], dims: &[usize], dtype: DType) -> Tensor {
 }
 
 /// A block-quantized `[n, k]` weight of `dtype` from `values` (ggml's reference quantizer).
-pub fn quantized_tensor(ctx: &ExecContext, values: &[f32], n: usize, k: usize, dtype: DType) -> Tensor {
+pub fn quantized_tensor(
+    ctx: &ExecContext,
+    values: &[f32],
+    n: usize,
+    k: usize,
+    dtype: DType,
+) -> Tensor {
     let mut bytes = vec![0u8; dtype.bytes_for(n * k).unwrap()];
     tempra_tensor::quant::quantize_row(dtype, values, &mut bytes).unwrap();
     ctx.from_bytes(&bytes, &[n, k], dtype).unwrap()

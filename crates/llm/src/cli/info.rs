@@ -27,8 +27,19 @@ pub(crate) fn run(args: InfoArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn mib(bytes: u64) -> String {
-    format!("{:.2} MiB", bytes as f64 / (1024.0 * 1024.0))
+/// `bytes` in the largest binary unit that keeps the number at least 1 (`1.41 MiB`).
+fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.2} {}", UNITS[unit])
 }
 
 /// The text `tempra info` prints.
@@ -37,17 +48,27 @@ fn summary(model: &ModelFile, name: &str) -> anyhow::Result<String> {
     let mut out = String::new();
     let size = model.file_size();
     let format = match model.format() {
-        ModelFormat::Gguf { version, alignment, .. } => format!("GGUF v{version}, alignment {alignment}"),
+        ModelFormat::Gguf {
+            version, alignment, ..
+        } => format!("GGUF v{version}, alignment {alignment}"),
         ModelFormat::Llama2c => "llama2.c checkpoint".to_string(),
     };
     writeln!(out, "file:           {name}")?;
-    writeln!(out, "format:         {format}, {size} bytes ({})", mib(size))?;
+    writeln!(
+        out,
+        "format:         {format}, {size} bytes ({})",
+        human_size(size)
+    )?;
     if let Some(n) = md.opt_str(keys::GENERAL_NAME)? {
         writeln!(out, "name:           {n}")?;
     }
     if let Some(ft) = md.opt_u32(keys::GENERAL_FILE_TYPE)? {
         let known = QuantType::ALL.into_iter().find(|q| q.file_type() == ft);
-        writeln!(out, "file type:      {}", known.map_or_else(|| format!("{ft}"), |q| format!("{q} ({ft})")))?;
+        writeln!(
+            out,
+            "file type:      {}",
+            known.map_or_else(|| format!("{ft}"), |q| format!("{q} ({ft})"))
+        )?;
     }
     writeln!(out, "architecture:   {}", model.architecture()?)?;
     match ModelConfig::from_metadata(md) {
@@ -84,11 +105,18 @@ fn hyperparameters(out: &mut String, c: &ModelConfig) -> anyhow::Result<()> {
     let scaling = match c.rope.scaling {
         RopeScalingKind::None => "no scaling".to_string(),
         RopeScalingKind::Linear { factor } => format!("linear scaling x{factor}"),
-        RopeScalingKind::Yarn { factor, original_context_length } => {
+        RopeScalingKind::Yarn {
+            factor,
+            original_context_length,
+        } => {
             format!("yarn scaling x{factor} from {original_context_length}")
         }
     };
-    write!(out, "rope:           {style}, {} dims, base {}", c.rope.dimension_count, c.rope.freq_base)?;
+    write!(
+        out,
+        "rope:           {style}, {} dims, base {}",
+        c.rope.dimension_count, c.rope.freq_base
+    )?;
     if let Some(local) = c.rope.freq_base_sliding {
         write!(out, " (sliding layers {local})")?;
     }
@@ -96,9 +124,11 @@ fn hyperparameters(out: &mut String, c: &ModelConfig) -> anyhow::Result<()> {
     writeln!(out, "rms eps:        {:e}", c.rms_norm_eps)?;
     writeln!(out, "attn scale:     {}", c.attention_scale)?;
     if let Some(w) = c.sliding_window {
-        let pattern = c.sliding_window_pattern.map_or("all layers".to_string(), |p| {
-            format!("{} of every {p} layers", p.saturating_sub(1))
-        });
+        let pattern = c
+            .sliding_window_pattern
+            .map_or("all layers".to_string(), |p| {
+                format!("{} of every {p} layers", p.saturating_sub(1))
+            });
         writeln!(out, "sliding window: {w} on {pattern}")?;
     }
     if c.attn_logit_softcap.is_some() || c.final_logit_softcap.is_some() {
@@ -126,7 +156,11 @@ fn vocabulary(out: &mut String, md: &tempra_llm::gguf::Metadata) -> anyhow::Resu
     if let Some(pre) = md.opt_str(keys::TOKENIZER_PRE)? {
         write!(out, " (pre {pre})")?;
     }
-    for (label, key) in [("bos", keys::TOKENIZER_BOS_ID), ("eos", keys::TOKENIZER_EOS_ID), ("unk", keys::TOKENIZER_UNK_ID)] {
+    for (label, key) in [
+        ("bos", keys::TOKENIZER_BOS_ID),
+        ("eos", keys::TOKENIZER_EOS_ID),
+        ("unk", keys::TOKENIZER_UNK_ID),
+    ] {
         if let Some(id) = md.opt_u32(key)? {
             write!(out, ", {label} {id}")?;
         }
@@ -147,15 +181,26 @@ fn tensors(out: &mut String, model: &ModelFile) -> anyhow::Result<()> {
         slot.1 += t.byte_len;
         params += t.spec.elem_count() as u64;
     }
-    let list: Vec<String> =
-        by_dtype.iter().map(|(dt, (n, bytes))| format!("{dt} {n} ({})", mib(*bytes))).collect();
-    writeln!(out, "tensors:        {}: {}", model.tensor_infos().len(), list.join(", "))?;
+    let list: Vec<String> = by_dtype
+        .iter()
+        .map(|(dt, (n, bytes))| format!("{dt} {n} ({})", human_size(*bytes)))
+        .collect();
+    writeln!(
+        out,
+        "tensors:        {}: {}",
+        model.tensor_infos().len(),
+        list.join(", ")
+    )?;
     let tied = model.has_tensor("token_embd.weight") && !model.has_tensor("output.weight");
     writeln!(
         out,
         "parameters:     {params} ({:.2} M){}",
         params as f64 / 1e6,
-        if tied { ", output tied to token_embd" } else { "" }
+        if tied {
+            ", output tied to token_embd"
+        } else {
+            ""
+        }
     )?;
     Ok(())
 }

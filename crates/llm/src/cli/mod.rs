@@ -1,10 +1,13 @@
 //! Command-line front end: one module per subcommand.
 
 mod convert;
+mod detokenize;
 mod info;
 mod model_arg;
 mod output_file;
 mod quantize;
+mod tokenize;
+mod vocab_source;
 
 use std::process::ExitCode;
 
@@ -26,6 +29,10 @@ enum Command {
     Convert(convert::ConvertArgs),
     /// Quantize an F32/F16/BF16 model with llama.cpp's per-tensor type mixes.
     Quantize(quantize::QuantizeArgs),
+    /// Print the token ids of a text.
+    Tokenize(tokenize::TokenizeArgs),
+    /// Print the text of token ids.
+    Detokenize(detokenize::DetokenizeArgs),
 }
 
 /// Parses the command line and runs it; errors print one line on stderr.
@@ -38,10 +45,7 @@ pub(crate) fn run() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            // One line: clap's first line (the error), not its usage block.
-            let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments").trim_start_matches("error: ");
-            eprintln!("error: {first} (see `tempra --help`)");
+            eprintln!("error: {} (see `tempra --help`)", one_line_usage_error(&e));
             return ExitCode::from(2);
         }
     };
@@ -49,6 +53,8 @@ pub(crate) fn run() -> ExitCode {
         Command::Info(args) => info::run(args),
         Command::Convert(args) => convert::run(args),
         Command::Quantize(args) => quantize::run(args),
+        Command::Tokenize(args) => tokenize::run(args),
+        Command::Detokenize(args) => detokenize::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -57,4 +63,19 @@ pub(crate) fn run() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// clap's error message without its usage block and tips, on one line.
+fn one_line_usage_error(e: &clap::Error) -> String {
+    if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        return "missing subcommand".to_string();
+    }
+    let text = e.render().to_string();
+    let message: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("tip:"))
+        .collect();
+    message.join(" ").trim_start_matches("error: ").to_string()
 }

@@ -43,8 +43,12 @@ pub(crate) fn run(args: QuantizeArgs) -> anyhow::Result<()> {
         bar.set_message(plan.name.clone());
         if args.verbose {
             bar.suspend(|| {
-                let note = if plan.fallback { " (fallback: row length)" } else { "" };
-                eprintln!("{:>40} {:>6} -> {}{note}", plan.name, plan.from, plan.to);
+                let note = if plan.fallback {
+                    " (fallback: row length)"
+                } else {
+                    ""
+                };
+                eprintln!("{}: {} -> {}{note}", plan.name, plan.from, plan.to);
             });
         }
     })
@@ -57,7 +61,11 @@ pub(crate) fn run(args: QuantizeArgs) -> anyhow::Result<()> {
         summary.converted,
         summary.tensors,
         args.qtype,
-        if summary.fallbacks > 0 { format!(" ({} with fallback types)", summary.fallbacks) } else { String::new() },
+        if summary.fallbacks > 0 {
+            format!(" ({} with fallback types)", summary.fallbacks)
+        } else {
+            String::new()
+        },
         summary.bytes_in as f64 / (1024.0 * 1024.0),
         bytes as f64 / (1024.0 * 1024.0),
     );

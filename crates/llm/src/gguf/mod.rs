@@ -11,8 +11,8 @@
 //! - [`keys`]: the metadata key names tempra reads and writes; [`TokenType`]: the
 //!   `tokenizer.ggml.token_type` values.
 
-pub mod keys;
 mod cursor;
+pub mod keys;
 mod limits;
 mod metadata;
 pub(crate) mod reader;

@@ -27,7 +27,11 @@ pub(crate) struct ParsedGguf {
 }
 
 fn gguf_err(offset: usize, context: &str, what: impl Into<String>) -> LlmError {
-    LlmError::Gguf { offset: offset as u64, key_or_tensor: context.to_string(), what: what.into() }
+    LlmError::Gguf {
+        offset: offset as u64,
+        key_or_tensor: context.to_string(),
+        what: what.into(),
+    }
 }
 
 fn truncated(context: &str) -> impl Fn(Truncated) -> LlmError + '_ {
@@ -36,7 +40,11 @@ fn truncated(context: &str) -> impl Fn(Truncated) -> LlmError + '_ {
 
 /// Shows the first bytes of a file that is not GGUF, escaped.
 fn show_magic(bytes: &[u8]) -> String {
-    bytes.iter().flat_map(|&b| std::ascii::escape_default(b)).map(char::from).collect()
+    bytes
+        .iter()
+        .flat_map(|&b| std::ascii::escape_default(b))
+        .map(char::from)
+        .collect()
 }
 
 struct Reader<'a> {
@@ -47,20 +55,31 @@ struct Reader<'a> {
 /// Parses the GGUF header, metadata and tensor infos of `bytes` (a whole file) and
 /// checks every tensor's data lies inside `bytes`, aligned.
 pub(crate) fn parse(bytes: &[u8], limits: &Limits) -> Result<ParsedGguf> {
-    let mut r = Reader { cur: Cursor::new(bytes), limits };
+    let mut r = Reader {
+        cur: Cursor::new(bytes),
+        limits,
+    };
     let version = r.header()?;
     let header = "header";
     let count_at = r.cur.pos();
     let tensor_count = r.cur.u64().map_err(truncated(header))?;
     if tensor_count > limits.max_tensor_count {
         let max = limits.max_tensor_count;
-        return Err(gguf_err(count_at, header, format!("tensor count {tensor_count} exceeds the limit of {max}")));
+        return Err(gguf_err(
+            count_at,
+            header,
+            format!("tensor count {tensor_count} exceeds the limit of {max}"),
+        ));
     }
     let kv_at = r.cur.pos();
     let kv_count = r.cur.u64().map_err(truncated(header))?;
     if kv_count > limits.max_kv_count {
         let max = limits.max_kv_count;
-        return Err(gguf_err(kv_at, header, format!("metadata key count {kv_count} exceeds the limit of {max}")));
+        return Err(gguf_err(
+            kv_at,
+            header,
+            format!("metadata key count {kv_count} exceeds the limit of {max}"),
+        ));
     }
 
     let (metadata, alignment) = r.metadata(kv_count)?;
@@ -88,7 +107,13 @@ pub(crate) fn parse(bytes: &[u8], limits: &Limits) -> Result<ParsedGguf> {
             }
         }
     }
-    Ok(ParsedGguf { version, metadata, tensors, alignment, data_offset })
+    Ok(ParsedGguf {
+        version,
+        metadata,
+        tensors,
+        alignment,
+        data_offset,
+    })
 }
 
 impl Reader<'_> {
@@ -96,19 +121,35 @@ impl Reader<'_> {
     fn header(&mut self) -> Result<u32> {
         const CTX: &str = "header";
         let len = self.cur.remaining();
-        let magic = self
-            .cur
-            .take(4)
-            .map_err(|_| gguf_err(0, CTX, format!("not a GGUF file: it is only {len} bytes long")))?;
+        let magic = self.cur.take(4).map_err(|_| {
+            gguf_err(
+                0,
+                CTX,
+                format!("not a GGUF file: it is only {len} bytes long"),
+            )
+        })?;
         if magic != MAGIC {
-            return Err(gguf_err(0, CTX, format!("not a GGUF file: it starts with \"{}\", not \"GGUF\"", show_magic(magic))));
+            return Err(gguf_err(
+                0,
+                CTX,
+                format!(
+                    "not a GGUF file: it starts with \"{}\", not \"GGUF\"",
+                    show_magic(magic)
+                ),
+            ));
         }
         let version = self.cur.u32().map_err(truncated(CTX))?;
         match version {
             2 | 3 => Ok(version),
             1 => Err(gguf_err(4, CTX, "GGUF v1 is not supported (v2 and v3 are)")),
-            v if matches!(v.swap_bytes(), 1..=3) => Err(gguf_err(4, CTX, "big-endian GGUF files are not supported")),
-            v => Err(gguf_err(4, CTX, format!("unknown GGUF version {v} (v2 and v3 are supported)"))),
+            v if matches!(v.swap_bytes(), 1..=3) => {
+                Err(gguf_err(4, CTX, "big-endian GGUF files are not supported"))
+            }
+            v => Err(gguf_err(
+                4,
+                CTX,
+                format!("unknown GGUF version {v} (v2 and v3 are supported)"),
+            )),
         }
     }
 
@@ -121,7 +162,8 @@ impl Reader<'_> {
             let key_at = self.cur.pos();
             let key_ctx = format!("metadata key #{i}");
             let key = self.string(self.limits.max_key_len, &key_ctx)?;
-            let key = String::from_utf8(key).map_err(|_| gguf_err(key_at, &key_ctx, "the key is not valid UTF-8"))?;
+            let key = String::from_utf8(key)
+                .map_err(|_| gguf_err(key_at, &key_ctx, "the key is not valid UTF-8"))?;
             let ctx = format!("metadata key `{key}`");
             let type_at = self.cur.pos();
             let type_id = self.cur.u32().map_err(truncated(&ctx))?;
@@ -141,12 +183,20 @@ impl Reader<'_> {
 
     fn alignment(&self, value: &Value, at: usize, ctx: &str) -> Result<u64> {
         let Some(a) = value.as_integer() else {
-            return Err(gguf_err(at, ctx, format!("expected an unsigned integer, found {}", value.describe())));
+            return Err(gguf_err(
+                at,
+                ctx,
+                format!("expected an unsigned integer, found {}", value.describe()),
+            ));
         };
         let max = self.limits.max_alignment;
         match u64::try_from(a) {
             Ok(a) if a.is_power_of_two() && a <= max => Ok(a),
-            _ => Err(gguf_err(at, ctx, format!("alignment {a} is not a power of two between 1 and {max}"))),
+            _ => Err(gguf_err(
+                at,
+                ctx,
+                format!("alignment {a} is not a power of two between 1 and {max}"),
+            )),
         }
     }
 
@@ -155,7 +205,11 @@ impl Reader<'_> {
         let at = self.cur.pos();
         let len = self.cur.u64().map_err(truncated(ctx))?;
         if len > max {
-            return Err(gguf_err(at, ctx, format!("string length {len} exceeds the limit of {max}")));
+            return Err(gguf_err(
+                at,
+                ctx,
+                format!("string length {len} exceeds the limit of {max}"),
+            ));
         }
         let bytes = self
             .cur
@@ -189,7 +243,11 @@ impl Reader<'_> {
         let at = self.cur.pos();
         if depth > self.limits.max_array_depth {
             let max = self.limits.max_array_depth;
-            return Err(gguf_err(at, ctx, format!("arrays nested deeper than the limit of {max}")));
+            return Err(gguf_err(
+                at,
+                ctx,
+                format!("arrays nested deeper than the limit of {max}"),
+            ));
         }
         let type_id = self.cur.u32().map_err(truncated(ctx))?;
         let elem = ValueType::from_id(type_id)
@@ -198,7 +256,11 @@ impl Reader<'_> {
         let count = self.cur.u64().map_err(truncated(ctx))?;
         if count > self.limits.max_array_len {
             let max = self.limits.max_array_len;
-            return Err(gguf_err(count_at, ctx, format!("array length {count} exceeds the limit of {max}")));
+            return Err(gguf_err(
+                count_at,
+                ctx,
+                format!("array length {count} exceeds the limit of {max}"),
+            ));
         }
         // Every element takes at least `min_encoded_len` bytes: a count the file cannot
         // hold is rejected before any allocation is sized by it.
@@ -208,22 +270,41 @@ impl Reader<'_> {
             return Err(gguf_err(
                 count_at,
                 ctx,
-                format!("an array of {count} {elem} cannot fit in the {left} bytes left (truncated file?)"),
+                format!(
+                    "an array of {count} {elem} cannot fit in the {left} bytes left (truncated file?)"
+                ),
             ));
         }
         let n = count as usize;
         let t = truncated(ctx);
         Ok(match elem {
             ValueType::U8 => Array::U8(self.cur.take(count).map_err(t)?.to_vec()),
-            ValueType::I8 => Array::I8(self.cur.take(count).map_err(t)?.iter().map(|&b| b as i8).collect()),
-            ValueType::U16 => Array::U16(self.scalars(n, 2, ctx, |b| u16::from_le_bytes([b[0], b[1]]))?),
-            ValueType::I16 => Array::I16(self.scalars(n, 2, ctx, |b| i16::from_le_bytes([b[0], b[1]]))?),
+            ValueType::I8 => Array::I8(
+                self.cur
+                    .take(count)
+                    .map_err(t)?
+                    .iter()
+                    .map(|&b| b as i8)
+                    .collect(),
+            ),
+            ValueType::U16 => {
+                Array::U16(self.scalars(n, 2, ctx, |b| u16::from_le_bytes([b[0], b[1]]))?)
+            }
+            ValueType::I16 => {
+                Array::I16(self.scalars(n, 2, ctx, |b| i16::from_le_bytes([b[0], b[1]]))?)
+            }
             ValueType::U32 => Array::U32(self.scalars(n, 4, ctx, |b| u32::from_le_bytes(word(b)))?),
             ValueType::I32 => Array::I32(self.scalars(n, 4, ctx, |b| i32::from_le_bytes(word(b)))?),
             ValueType::F32 => Array::F32(self.scalars(n, 4, ctx, |b| f32::from_le_bytes(word(b)))?),
-            ValueType::U64 => Array::U64(self.scalars(n, 8, ctx, |b| u64::from_le_bytes(dword(b)))?),
-            ValueType::I64 => Array::I64(self.scalars(n, 8, ctx, |b| i64::from_le_bytes(dword(b)))?),
-            ValueType::F64 => Array::F64(self.scalars(n, 8, ctx, |b| f64::from_le_bytes(dword(b)))?),
+            ValueType::U64 => {
+                Array::U64(self.scalars(n, 8, ctx, |b| u64::from_le_bytes(dword(b)))?)
+            }
+            ValueType::I64 => {
+                Array::I64(self.scalars(n, 8, ctx, |b| i64::from_le_bytes(dword(b)))?)
+            }
+            ValueType::F64 => {
+                Array::F64(self.scalars(n, 8, ctx, |b| f64::from_le_bytes(dword(b)))?)
+            }
             ValueType::Bool => {
                 let start = self.cur.pos();
                 let bytes = self.cur.take(count).map_err(t)?;
@@ -251,14 +332,27 @@ impl Reader<'_> {
     }
 
     /// `n` fixed-size little-endian scalars of `size` bytes each.
-    fn scalars<T>(&mut self, n: usize, size: usize, ctx: &str, decode: impl Fn(&[u8]) -> T) -> Result<Vec<T>> {
-        let bytes = self.cur.take((n as u64) * size as u64).map_err(truncated(ctx))?;
+    fn scalars<T>(
+        &mut self,
+        n: usize,
+        size: usize,
+        ctx: &str,
+        decode: impl Fn(&[u8]) -> T,
+    ) -> Result<Vec<T>> {
+        let bytes = self
+            .cur
+            .take((n as u64) * size as u64)
+            .map_err(truncated(ctx))?;
         Ok(bytes.chunks_exact(size).map(decode).collect())
     }
 
     /// `count` tensor infos; returns them (offsets relative to the data section) and the
     /// file offset of each one's offset field, for later bounds errors.
-    fn tensor_infos(&mut self, count: u64, alignment: u64) -> Result<(Vec<TensorInfo>, Vec<usize>)> {
+    fn tensor_infos(
+        &mut self,
+        count: u64,
+        alignment: u64,
+    ) -> Result<(Vec<TensorInfo>, Vec<usize>)> {
         let cap = (count as usize).min(self.cur.remaining() / MIN_TENSOR_INFO_LEN);
         let mut infos = Vec::with_capacity(cap);
         let mut offset_fields = Vec::with_capacity(cap);
@@ -267,14 +361,19 @@ impl Reader<'_> {
             let name_at = self.cur.pos();
             let name_ctx = format!("tensor #{i}");
             let name = self.string(self.limits.max_tensor_name_len, &name_ctx)?;
-            let name = String::from_utf8(name).map_err(|_| gguf_err(name_at, &name_ctx, "the name is not valid UTF-8"))?;
+            let name = String::from_utf8(name)
+                .map_err(|_| gguf_err(name_at, &name_ctx, "the name is not valid UTF-8"))?;
             let ctx = format!("tensor `{name}`");
             let t = truncated(&ctx);
 
             let dims_at = self.cur.pos();
             let n_dims = self.cur.u32().map_err(&t)?;
             if n_dims == 0 || n_dims as usize > MAX_TENSOR_DIMS {
-                return Err(gguf_err(dims_at, &ctx, format!("{n_dims} dims (1 to {MAX_TENSOR_DIMS} are allowed)")));
+                return Err(gguf_err(
+                    dims_at,
+                    &ctx,
+                    format!("{n_dims} dims (1 to {MAX_TENSOR_DIMS} are allowed)"),
+                ));
             }
             let mut ne = [0usize; MAX_TENSOR_DIMS];
             for d in ne.iter_mut().take(n_dims as usize) {
@@ -289,17 +388,27 @@ impl Reader<'_> {
 
             let type_at = self.cur.pos();
             let type_id = self.cur.u32().map_err(&t)?;
-            let dtype = DType::from_gguf_type_id(type_id)
-                .ok_or_else(|| gguf_err(type_at, &ctx, format!("unknown or unsupported ggml type {type_id}")))?;
+            let dtype = DType::from_gguf_type_id(type_id).ok_or_else(|| {
+                gguf_err(
+                    type_at,
+                    &ctx,
+                    format!("unknown or unsupported ggml type {type_id}"),
+                )
+            })?;
 
             let offset_at = self.cur.pos();
             let offset = self.cur.u64().map_err(&t)?;
 
-            let spec = tensor_spec(name, ne, dtype).map_err(|what| gguf_err(dims_at, &ctx, what))?;
-            let byte_len = spec
-                .byte_len()
-                .ok_or_else(|| gguf_err(dims_at, &ctx, format!("the size of {} {dtype} values overflows", spec.shape)))?;
-            if offset % alignment != 0 {
+            let spec =
+                tensor_spec(name, ne, dtype).map_err(|what| gguf_err(dims_at, &ctx, what))?;
+            let byte_len = spec.byte_len().ok_or_else(|| {
+                gguf_err(
+                    dims_at,
+                    &ctx,
+                    format!("the size of {} {dtype} values overflows", spec.shape),
+                )
+            })?;
+            if !offset.is_multiple_of(alignment) {
                 return Err(gguf_err(
                     offset_at,
                     &ctx,
@@ -309,7 +418,11 @@ impl Reader<'_> {
             if !names.insert(spec.name.clone()) {
                 return Err(gguf_err(name_at, &ctx, "duplicate tensor name"));
             }
-            infos.push(TensorInfo { spec, offset, byte_len: byte_len as u64 });
+            infos.push(TensorInfo {
+                spec,
+                offset,
+                byte_len: byte_len as u64,
+            });
             offset_fields.push(offset_at);
         }
         Ok((infos, offset_fields))
@@ -317,10 +430,17 @@ impl Reader<'_> {
 }
 
 /// The spec of a tensor with GGUF dims `ne` (innermost first), or why it is invalid.
-fn tensor_spec(name: String, ne: &[usize], dtype: DType) -> std::result::Result<TensorSpec, String> {
+fn tensor_spec(
+    name: String,
+    ne: &[usize],
+    dtype: DType,
+) -> std::result::Result<TensorSpec, String> {
     let block = dtype.block_len();
-    if ne[0] % block != 0 {
-        return Err(format!("row length {} is not a multiple of the {dtype} block size {block}", ne[0]));
+    if !ne[0].is_multiple_of(block) {
+        return Err(format!(
+            "row length {} is not a multiple of the {dtype} block size {block}",
+            ne[0]
+        ));
     }
     let dims: Vec<usize> = ne.iter().rev().copied().collect();
     let shape = Shape::new(&dims).map_err(|e| e.to_string())?;
@@ -337,7 +457,11 @@ fn bool_byte(b: u8, at: usize, ctx: &str) -> Result<bool> {
     match b {
         0 => Ok(false),
         1 => Ok(true),
-        _ => Err(gguf_err(at, ctx, format!("bool byte {b} is neither 0 nor 1"))),
+        _ => Err(gguf_err(
+            at,
+            ctx,
+            format!("bool byte {b} is neither 0 nor 1"),
+        )),
     }
 }
 

@@ -20,7 +20,11 @@ pub struct TensorSpec {
 impl TensorSpec {
     /// A spec from its parts.
     pub fn new(name: impl Into<String>, shape: Shape, dtype: DType) -> Self {
-        Self { name: name.into(), shape, dtype }
+        Self {
+            name: name.into(),
+            shape,
+            dtype,
+        }
     }
 
     /// The dims in GGUF order (innermost first).
@@ -37,7 +41,7 @@ impl TensorSpec {
     /// blocks or the size overflows.
     pub fn byte_len(&self) -> Option<usize> {
         let elems = self.shape.checked_elem_count()?;
-        if self.dtype.is_quantized() && self.shape.last() % self.dtype.block_len() != 0 {
+        if self.dtype.is_quantized() && !self.shape.last().is_multiple_of(self.dtype.block_len()) {
             return None;
         }
         self.dtype.bytes_for(elems)

@@ -36,26 +36,61 @@ pub struct Llama2cConfig {
 }
 
 fn err(offset: usize, what: impl Into<String>) -> LlmError {
-    LlmError::Llama2c { file: "checkpoint", offset: offset as u64, what: what.into() }
+    LlmError::Llama2c {
+        file: "checkpoint",
+        offset: offset as u64,
+        what: what.into(),
+    }
 }
 
 impl Llama2cConfig {
     /// Parses and validates the header at the start of `bytes`.
     pub fn parse(bytes: &[u8]) -> Result<Llama2cConfig> {
         if bytes.len() < HEADER_LEN {
-            return Err(err(0, format!("the file is {} bytes, shorter than the {HEADER_LEN}-byte header", bytes.len())));
+            return Err(err(
+                0,
+                format!(
+                    "the file is {} bytes, shorter than the {HEADER_LEN}-byte header",
+                    bytes.len()
+                ),
+            ));
         }
-        let field = |i: usize| i32::from_le_bytes([bytes[4 * i], bytes[4 * i + 1], bytes[4 * i + 2], bytes[4 * i + 3]]);
+        let field = |i: usize| {
+            i32::from_le_bytes([
+                bytes[4 * i],
+                bytes[4 * i + 1],
+                bytes[4 * i + 2],
+                bytes[4 * i + 3],
+            ])
+        };
         if field(0) as u32 == EXPORT_V1_MAGIC {
-            return Err(err(0, "llama2.c's versioned export format (magic \"ak42\") is not supported; export with --version 0"));
+            return Err(err(
+                0,
+                "llama2.c's versioned export format (magic \"ak42\") is not supported; export with --version 0",
+            ));
         }
-        let names = ["dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len"];
+        let names = [
+            "dim",
+            "hidden_dim",
+            "n_layers",
+            "n_heads",
+            "n_kv_heads",
+            "vocab_size",
+            "seq_len",
+        ];
         let mut v = [0usize; 7];
         for (i, slot) in v.iter_mut().enumerate() {
             let raw = field(i);
-            let value = if i == 5 { raw.unsigned_abs() } else { raw.max(0) as u32 };
+            let value = if i == 5 {
+                raw.unsigned_abs()
+            } else {
+                raw.max(0) as u32
+            };
             if value == 0 || (i != 5 && raw < 0) {
-                return Err(err(4 * i, format!("{} is {raw}; it must be positive", names[i])));
+                return Err(err(
+                    4 * i,
+                    format!("{} is {raw}; it must be positive", names[i]),
+                ));
             }
             *slot = value as usize;
         }
@@ -69,11 +104,23 @@ impl Llama2cConfig {
             seq_len: v[6],
             shared_classifier: field(5) > 0,
         };
-        if config.dim % config.n_heads != 0 || config.head_size() % 2 != 0 {
-            return Err(err(12, format!("n_heads {} must divide dim {} into even head sizes", config.n_heads, config.dim)));
+        if !config.dim.is_multiple_of(config.n_heads) || !config.head_size().is_multiple_of(2) {
+            return Err(err(
+                12,
+                format!(
+                    "n_heads {} must divide dim {} into even head sizes",
+                    config.n_heads, config.dim
+                ),
+            ));
         }
-        if config.n_kv_heads > config.n_heads || config.n_heads % config.n_kv_heads != 0 {
-            return Err(err(16, format!("n_kv_heads {} must divide n_heads {}", config.n_kv_heads, config.n_heads)));
+        if config.n_kv_heads > config.n_heads || !config.n_heads.is_multiple_of(config.n_kv_heads) {
+            return Err(err(
+                16,
+                format!(
+                    "n_kv_heads {} must divide n_heads {}",
+                    config.n_kv_heads, config.n_heads
+                ),
+            ));
         }
         Ok(config)
     }
@@ -138,7 +185,11 @@ impl Llama2cConfig {
                 byte_len: shape.elem_count() as u64 * 4,
             })
         };
-        let mut infos = vec![f32_info("token_embd.weight".into(), &[self.vocab_size, d], starts["token_embd"])?];
+        let mut infos = vec![f32_info(
+            "token_embd.weight".into(),
+            &[self.vocab_size, d],
+            starts["token_embd"],
+        )?];
         let blocks: [(&str, BlockTensor, [usize; 2]); 9] = [
             ("rms_att", BlockTensor::AttnNorm, [d, 0]),
             ("wq", BlockTensor::AttnQ, [d, d]),
@@ -158,9 +209,17 @@ impl Llama2cConfig {
                 infos.push(f32_info(block_weight(layer, *kind), dims, offset)?);
             }
         }
-        infos.push(f32_info("output_norm.weight".into(), &[d], starts["rms_final"])?);
+        infos.push(f32_info(
+            "output_norm.weight".into(),
+            &[d],
+            starts["rms_final"],
+        )?);
         if !self.shared_classifier {
-            infos.push(f32_info("output.weight".into(), &[self.vocab_size, d], starts["wcls"])?);
+            infos.push(f32_info(
+                "output.weight".into(),
+                &[self.vocab_size, d],
+                starts["wcls"],
+            )?);
         }
         Ok((infos, file_size))
     }
@@ -177,7 +236,10 @@ mod tests {
     #[test]
     fn parses_and_sizes_stories260k_header() {
         let c = Llama2cConfig::parse(&header([64, 172, 5, 8, 4, 512, 512])).unwrap();
-        assert_eq!((c.head_size(), c.kv_dim(), c.shared_classifier), (8, 32, true));
+        assert_eq!(
+            (c.head_size(), c.kv_dim(), c.shared_classifier),
+            (8, 32, true)
+        );
         let (infos, size) = c.tensor_infos().unwrap();
         assert_eq!(size, 1_056_540);
         assert_eq!(infos.len(), 1 + 5 * 9 + 1);
@@ -198,7 +260,16 @@ mod tests {
             assert!(e.contains(field), "{e}");
         }
         assert!(Llama2cConfig::parse(&[0; 27]).is_err());
-        let big = Llama2cConfig::parse(&header([1 << 30, i32::MAX, i32::MAX, 2, 2, -i32::MAX, i32::MAX])).unwrap();
+        let big = Llama2cConfig::parse(&header([
+            1 << 30,
+            i32::MAX,
+            i32::MAX,
+            2,
+            2,
+            -i32::MAX,
+            i32::MAX,
+        ]))
+        .unwrap();
         let _ = big.tensor_infos(); // an error or a (huge) size, never a panic
     }
 }

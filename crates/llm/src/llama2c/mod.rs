@@ -79,7 +79,15 @@ pub fn open(checkpoint: &Path, tokenizer: &Path) -> Result<ModelFile> {
         });
     }
     let vocab = Llama2cVocab::open(tokenizer, config.vocab_size)?;
-    let name = checkpoint.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = checkpoint
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let md = metadata(&config, &vocab, &name);
-    Ok(ModelFile::from_parts(bytes, ModelFormat::Llama2c, md, tensors))
+    Ok(ModelFile::from_parts(
+        bytes,
+        ModelFormat::Llama2c,
+        md,
+        tensors,
+    ))
 }

@@ -55,7 +55,11 @@ pub struct QuantizeSummary {
 
 /// The plan for every tensor of `model`, in file order.
 pub fn plan_model(model: &ModelFile, qtype: QuantType) -> Vec<TensorPlan> {
-    let specs: Vec<TensorSpec> = model.tensor_infos().iter().map(|t| t.spec.clone()).collect();
+    let specs: Vec<TensorSpec> = model
+        .tensor_infos()
+        .iter()
+        .map(|t| t.spec.clone())
+        .collect();
     let mut planner = TensorTypePlanner::new(qtype, model.metadata(), &specs);
     specs.iter().map(|s| planner.plan(s)).collect()
 }
@@ -80,7 +84,10 @@ pub fn quantize_model<W: Write>(
         if plan.from != plan.to && !plan.from.is_float() {
             return Err(LlmError::TensorData {
                 name: plan.name.clone(),
-                what: format!("is already {}; quantize from an F32, F16 or BF16 model", plan.from),
+                what: format!(
+                    "is already {}; quantize from an F32, F16 or BF16 model",
+                    plan.from
+                ),
             });
         }
     }
@@ -91,11 +98,17 @@ pub fn quantize_model<W: Write>(
         .tensor_infos()
         .iter()
         .zip(&plans)
-        .map(|(info, plan)| TensorSpec { dtype: plan.to, ..info.spec.clone() })
+        .map(|(info, plan)| TensorSpec {
+            dtype: plan.to,
+            ..info.spec.clone()
+        })
         .collect();
     let mut writer = GgufWriter::new(out, &metadata, specs)?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut summary = QuantizeSummary { tensors: plans.len(), ..Default::default() };
+    let mut summary = QuantizeSummary {
+        tensors: plans.len(),
+        ..Default::default()
+    };
     for (i, (info, plan)) in model.tensor_infos().iter().zip(&plans).enumerate() {
         let bytes = model.tensor_bytes(info)?;
         summary.bytes_in += bytes.len() as u64;
@@ -122,7 +135,10 @@ fn convert_tensor<W: Write>(
     writer: &mut GgufWriter<W>,
     threads: usize,
 ) -> Result<u64> {
-    let context = |e: LlmError| LlmError::TensorData { name: spec.name.clone(), what: e.to_string() };
+    let context = |e: LlmError| LlmError::TensorData {
+        name: spec.name.clone(),
+        what: e.to_string(),
+    };
     let row_len = spec.row_len();
     let elems = spec.elem_count();
     if row_len == 0 || elems == 0 {
@@ -130,7 +146,11 @@ fn convert_tensor<W: Write>(
     }
     let (src_row, dst_row) = match (spec.dtype.bytes_for(row_len), to.bytes_for(row_len)) {
         (Some(s), Some(d)) => (s, d),
-        _ => return Err(context(LlmError::Argument { what: format!("rows of {row_len} do not fit {to} blocks") })),
+        _ => {
+            return Err(context(LlmError::Argument {
+                what: format!("rows of {row_len} do not fit {to} blocks"),
+            }));
+        }
     };
     let batch_rows = (BATCH_VALUES / row_len).max(1);
     let mut values = Vec::new();

@@ -75,7 +75,12 @@ impl TensorTypePlanner {
     /// A planner for `qtype` over a model with this metadata and these tensors.
     pub fn new(qtype: QuantType, metadata: &Metadata, tensors: &[TensorSpec]) -> Self {
         let arch = metadata.get_str(keys::GENERAL_ARCHITECTURE).unwrap_or("");
-        let get = |suffix: &str| metadata.opt_usize(&keys::arch_key(arch, suffix)).ok().flatten();
+        let get = |suffix: &str| {
+            metadata
+                .opt_usize(&keys::arch_key(arch, suffix))
+                .ok()
+                .flatten()
+        };
         let layers_in_names = tensors
             .iter()
             .filter_map(|t| crate::tensor_names::TensorName::parse(&t.name)?.layer())
@@ -92,10 +97,19 @@ impl TensorTypePlanner {
             has_output: tensors.iter().any(|t| t.name == "output.weight"),
             n_attention_wv: tensors
                 .iter()
-                .filter(|t| ["attn_v.weight", "attn_qkv.weight", "attn_kv_b.weight"].iter().any(|s| t.name.contains(s)))
+                .filter(|t| {
+                    ["attn_v.weight", "attn_qkv.weight", "attn_kv_b.weight"]
+                        .iter()
+                        .any(|s| t.name.contains(s))
+                })
                 .count(),
         };
-        Self { qtype, facts, i_attention_wv: 0, i_ffn_down: 0 }
+        Self {
+            qtype,
+            facts,
+            i_attention_wv: 0,
+            i_ffn_down: 0,
+        }
     }
 
     /// The plan for the next tensor (in file order).
@@ -113,9 +127,18 @@ impl TensorTypePlanner {
             (spec.dtype, false)
         } else {
             let base = self.qtype.base_dtype();
-            if base.is_quantized() { self.mixed_type(spec, base) } else { (base, false) }
+            if base.is_quantized() {
+                self.mixed_type(spec, base)
+            } else {
+                (base, false)
+            }
         };
-        TensorPlan { name: spec.name.clone(), from: spec.dtype, to, fallback }
+        TensorPlan {
+            name: spec.name.clone(),
+            from: spec.dtype,
+            to,
+            fallback,
+        }
     }
 
     /// llama.cpp's `llama_tensor_get_type`, for the types tempra writes.
@@ -127,7 +150,7 @@ impl TensorTypePlanner {
         let nx = spec.row_len();
         let mut t = base;
         if name == "output.weight" || (!f.has_output && name == "token_embd.weight") {
-            if nx % t.block_len() != 0 {
+            if !nx.is_multiple_of(t.block_len()) {
                 t = DType::Q8_0;
             } else if t != DType::Q8_0 {
                 t = DType::Q6K;
@@ -185,7 +208,7 @@ impl TensorTypePlanner {
             }
         }
 
-        if nx % t.block_len() == 0 {
+        if nx.is_multiple_of(t.block_len()) {
             return (t, false);
         }
         t = match t {
@@ -195,7 +218,7 @@ impl TensorTypePlanner {
             DType::Q6K => DType::Q8_0,
             _ => DType::F16,
         };
-        if nx % t.block_len() != 0 {
+        if !nx.is_multiple_of(t.block_len()) {
             t = DType::F16;
         }
         (t, true)
@@ -214,11 +237,18 @@ mod tests {
         md.set("llama.block_count", n_layer as u32);
         md.set("llama.attention.head_count", 32u32);
         md.set("llama.attention.head_count_kv", 4u32);
-        let spec = |name: String, dims: &[usize]| TensorSpec::new(name, Shape::new(dims).unwrap(), DType::F32);
+        let spec = |name: String, dims: &[usize]| {
+            TensorSpec::new(name, Shape::new(dims).unwrap(), DType::F32)
+        };
         let mut specs = vec![spec("token_embd.weight".into(), &[1000, dim])];
         for l in 0..n_layer {
             specs.push(spec(block_weight(l, BlockTensor::AttnNorm), &[dim]));
-            for t in [BlockTensor::AttnQ, BlockTensor::AttnK, BlockTensor::AttnV, BlockTensor::AttnOutput] {
+            for t in [
+                BlockTensor::AttnQ,
+                BlockTensor::AttnK,
+                BlockTensor::AttnV,
+                BlockTensor::AttnOutput,
+            ] {
                 specs.push(spec(block_weight(l, t), &[dim, dim]));
             }
             specs.push(spec(block_weight(l, BlockTensor::FfnGate), &[2 * dim, dim]));
@@ -244,7 +274,10 @@ mod tests {
     fn use_more_bits_matches_llama_cpp() {
         // 32 layers: 0..4, 28..32, and 4 + 3k + 2.
         let more: Vec<usize> = (0..32).filter(|&i| use_more_bits(i, 32)).collect();
-        assert_eq!(more, [0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30, 31]);
+        assert_eq!(
+            more,
+            [0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30, 31]
+        );
     }
 
     #[test]
@@ -257,9 +290,21 @@ mod tests {
         assert_eq!(to(&p, "blk.0.attn_q.weight"), DType::Q4K);
         // n = 8: layers 0, 7 and (i - 1) % 3 == 2 → 3, 6.
         for l in 0..8 {
-            let want = if [0, 3, 6, 7].contains(&l) { DType::Q6K } else { DType::Q4K };
-            assert_eq!(to(&p, &format!("blk.{l}.attn_v.weight")), want, "attn_v {l}");
-            assert_eq!(to(&p, &format!("blk.{l}.ffn_down.weight")), want, "ffn_down {l}");
+            let want = if [0, 3, 6, 7].contains(&l) {
+                DType::Q6K
+            } else {
+                DType::Q4K
+            };
+            assert_eq!(
+                to(&p, &format!("blk.{l}.attn_v.weight")),
+                want,
+                "attn_v {l}"
+            );
+            assert_eq!(
+                to(&p, &format!("blk.{l}.ffn_down.weight")),
+                want,
+                "ffn_down {l}"
+            );
         }
         assert!(p.iter().all(|p| !p.fallback));
     }
@@ -298,14 +343,27 @@ mod tests {
     fn odd_rows_fall_back() {
         // dim 64: no K-quant fits; Q4_K → Q5_0, Q6_K → Q8_0; rows of 172 fit no block.
         let (md, mut specs) = model(2, 64, false);
-        specs.push(TensorSpec::new("blk.0.ffn_up.weight", Shape::new(&[64, 172]).unwrap(), DType::F32));
+        specs.push(TensorSpec::new(
+            "blk.0.ffn_up.weight",
+            Shape::new(&[64, 172]).unwrap(),
+            DType::F32,
+        ));
         let p = plans(QuantType::Q4KM, &md, &specs);
         assert_eq!(to(&p, "blk.1.attn_q.weight"), DType::Q5_0);
         assert_eq!(to(&p, "output.weight"), DType::Q8_0);
         assert_eq!(to(&p, "blk.0.attn_v.weight"), DType::Q5_0);
-        assert_eq!(to(&p, "blk.1.attn_v.weight"), DType::Q8_0, "Q6_K falls back to Q8_0");
+        assert_eq!(
+            to(&p, "blk.1.attn_v.weight"),
+            DType::Q8_0,
+            "Q6_K falls back to Q8_0"
+        );
         assert_eq!(to(&p, "blk.0.ffn_up.weight"), DType::F16);
-        assert!(p.iter().find(|p| p.name == "blk.1.attn_q.weight").unwrap().fallback);
+        assert!(
+            p.iter()
+                .find(|p| p.name == "blk.1.attn_q.weight")
+                .unwrap()
+                .fallback
+        );
         let p = plans(QuantType::Q4_0, &md, &specs);
         assert_eq!(to(&p, "blk.0.ffn_up.weight"), DType::F16);
         assert_eq!(to(&p, "blk.0.attn_q.weight"), DType::Q4_0);

@@ -30,14 +30,38 @@ pub struct ModelShape {
 impl ModelShape {
     /// For tests: every matrix row a multiple of 256 (so every K-quant applies), two
     /// layers, GQA 2, ~1.4M parameters.
-    pub const TINY: ModelShape =
-        ModelShape { dim: 256, layers: 2, heads: 4, kv_heads: 2, ffn: 512, vocab: 384, context: 256, tied: false };
+    pub const TINY: ModelShape = ModelShape {
+        dim: 256,
+        layers: 2,
+        heads: 4,
+        kv_heads: 2,
+        ffn: 512,
+        vocab: 384,
+        context: 256,
+        tied: false,
+    };
     /// A Llama-2-style 110M model (llama2.c's `stories110M` sizes, 32000 vocabulary).
-    pub const SIZE_110M: ModelShape =
-        ModelShape { dim: 768, layers: 12, heads: 12, kv_heads: 12, ffn: 2048, vocab: 32000, context: 1024, tied: false };
+    pub const SIZE_110M: ModelShape = ModelShape {
+        dim: 768,
+        layers: 12,
+        heads: 12,
+        kv_heads: 12,
+        ffn: 2048,
+        vocab: 32000,
+        context: 1024,
+        tied: false,
+    };
     /// TinyLlama-1.1B's sizes.
-    pub const SIZE_1B: ModelShape =
-        ModelShape { dim: 2048, layers: 22, heads: 32, kv_heads: 4, ffn: 5632, vocab: 32000, context: 2048, tied: false };
+    pub const SIZE_1B: ModelShape = ModelShape {
+        dim: 2048,
+        layers: 22,
+        heads: 32,
+        kv_heads: 4,
+        ffn: 5632,
+        vocab: 32000,
+        context: 2048,
+        tied: false,
+    };
 
     /// A preset name (`tiny`, `110m`, `1b`) or comma-separated `key=value` overrides of
     /// `tiny` with keys `dim`, `layers`, `heads`, `kv_heads`, `ffn`, `vocab`, `context`,
@@ -58,7 +82,9 @@ impl ModelShape {
             "1b" => return Ok(Self::SIZE_1B),
             _ => {}
         }
-        let bad = |what: String| LlmError::Argument { what: format!("model shape `{text}`: {what}") };
+        let bad = |what: String| LlmError::Argument {
+            what: format!("model shape `{text}`: {what}"),
+        };
         let mut shape = Self::TINY;
         let mut kv_given = false;
         for part in text.split(',') {
@@ -66,10 +92,14 @@ impl ModelShape {
                 .split_once('=')
                 .ok_or_else(|| bad(format!("`{part}` is not key=value (or use tiny, 110m, 1b)")))?;
             if key == "tied" {
-                shape.tied = value.parse().map_err(|_| bad(format!("tied={value} is not true/false")))?;
+                shape.tied = value
+                    .parse()
+                    .map_err(|_| bad(format!("tied={value} is not true/false")))?;
                 continue;
             }
-            let n: usize = value.parse().map_err(|_| bad(format!("{key}={value} is not a count")))?;
+            let n: usize = value
+                .parse()
+                .map_err(|_| bad(format!("{key}={value} is not a count")))?;
             match key {
                 "dim" => shape.dim = n,
                 "layers" => shape.layers = n,
@@ -98,14 +128,23 @@ impl ModelShape {
         if [s.dim, s.layers, s.heads, s.kv_heads, s.ffn, s.context].contains(&0) {
             return Err("every size must be positive".into());
         }
-        if s.dim % s.heads != 0 || (s.dim / s.heads) % 2 != 0 {
-            return Err(format!("{} heads must split dim {} into even head sizes", s.heads, s.dim));
+        if !s.dim.is_multiple_of(s.heads) || !(s.dim / s.heads).is_multiple_of(2) {
+            return Err(format!(
+                "{} heads must split dim {} into even head sizes",
+                s.heads, s.dim
+            ));
         }
-        if s.heads % s.kv_heads != 0 {
-            return Err(format!("{} KV heads must divide {} heads", s.kv_heads, s.heads));
+        if !s.heads.is_multiple_of(s.kv_heads) {
+            return Err(format!(
+                "{} KV heads must divide {} heads",
+                s.kv_heads, s.heads
+            ));
         }
         if s.vocab <= SPECIAL_AND_BYTE_TOKENS {
-            return Err(format!("vocab {} must exceed the {SPECIAL_AND_BYTE_TOKENS} special and byte tokens", s.vocab));
+            return Err(format!(
+                "vocab {} must exceed the {SPECIAL_AND_BYTE_TOKENS} special and byte tokens",
+                s.vocab
+            ));
         }
         Ok(())
     }
@@ -129,7 +168,14 @@ impl fmt::Display for ModelShape {
         write!(
             f,
             "dim={},layers={},heads={},kv_heads={},ffn={},vocab={},context={},tied={}",
-            self.dim, self.layers, self.heads, self.kv_heads, self.ffn, self.vocab, self.context, self.tied
+            self.dim,
+            self.layers,
+            self.heads,
+            self.kv_heads,
+            self.ffn,
+            self.vocab,
+            self.context,
+            self.tied
         )
     }
 }
@@ -148,7 +194,17 @@ mod tests {
 
     #[test]
     fn bad_shapes_are_errors() {
-        for text in ["", "huge", "dim=0", "dim=100,heads=3", "heads=4,kv_heads=3", "vocab=100", "dim=x", "color=red", "tied=maybe"] {
+        for text in [
+            "",
+            "huge",
+            "dim=0",
+            "dim=100,heads=3",
+            "heads=4,kv_heads=3",
+            "vocab=100",
+            "dim=x",
+            "color=red",
+            "tied=maybe",
+        ] {
             assert!(ModelShape::parse(text).is_err(), "{text}");
         }
     }

@@ -21,14 +21,20 @@ pub struct TokenizeOptions {
 impl Default for TokenizeOptions {
     /// Add BOS/EOS as the vocabulary says; do not parse special-token text.
     fn default() -> Self {
-        TokenizeOptions { add_special: true, parse_special: false }
+        TokenizeOptions {
+            add_special: true,
+            parse_special: false,
+        }
     }
 }
 
 impl TokenizeOptions {
     /// No BOS/EOS, no special-token parsing: the plain tokenization of a text (what
     /// llama.cpp's tokenizer tests compare).
-    pub const PLAIN: TokenizeOptions = TokenizeOptions { add_special: false, parse_special: false };
+    pub const PLAIN: TokenizeOptions = TokenizeOptions {
+        add_special: false,
+        parse_special: false,
+    };
 }
 
 /// Working memory reused across the pieces of one call.
@@ -61,7 +67,13 @@ impl Vocabulary {
     /// [`Vocabulary::tokenize`], appending to `out`.
     pub fn tokenize_into(&self, text: &str, options: TokenizeOptions, out: &mut Vec<TokenId>) {
         let mut s = Scratch::default();
-        special_split::partition(self, text, options.parse_special, &mut s.fragments, &mut s.fragments_tmp);
+        special_split::partition(
+            self,
+            text,
+            options.parse_special,
+            &mut s.fragments,
+            &mut s.fragments_tmp,
+        );
         if options.add_special
             && self.add_bos
             && let Some(bos) = self.special.bos
@@ -79,7 +91,13 @@ impl Vocabulary {
                         }
                         Fragment::Text { start, end } => {
                             let prefix = self.add_space_prefix && prev_special;
-                            self.tokenize_spm_text(&text[start..end], prefix, &mut s.escaped, &mut s.spm, out);
+                            self.tokenize_spm_text(
+                                &text[start..end],
+                                prefix,
+                                &mut s.escaped,
+                                &mut s.spm,
+                                out,
+                            );
                             prev_special = false;
                         }
                     }
@@ -139,7 +157,7 @@ impl Vocabulary {
                     escaped.push(b);
                 }
             }
-            spm::tokenize(self, escaped, scratch, out);
+            spm::tokenize_segmented(self, escaped, scratch, out);
             rest = tail;
             first = false;
         }

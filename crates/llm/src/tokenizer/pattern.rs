@@ -38,22 +38,38 @@ pub(crate) enum Node {
 
 /// `class?`.
 pub(crate) const fn opt(class: CharClass) -> Node {
-    Node::Repeat { class, min: 0, max: 1 }
+    Node::Repeat {
+        class,
+        min: 0,
+        max: 1,
+    }
 }
 
 /// `class*`.
 pub(crate) const fn star(class: CharClass) -> Node {
-    Node::Repeat { class, min: 0, max: u32::MAX }
+    Node::Repeat {
+        class,
+        min: 0,
+        max: u32::MAX,
+    }
 }
 
 /// `class+`.
 pub(crate) const fn plus(class: CharClass) -> Node {
-    Node::Repeat { class, min: 1, max: u32::MAX }
+    Node::Repeat {
+        class,
+        min: 1,
+        max: u32::MAX,
+    }
 }
 
 /// `class` (exactly one).
 pub(crate) const fn one(class: CharClass) -> Node {
-    Node::Repeat { class, min: 1, max: 1 }
+    Node::Repeat {
+        class,
+        min: 1,
+        max: 1,
+    }
 }
 
 /// `class{min,max}`.
@@ -75,8 +91,27 @@ impl Pattern {
     /// Splits `text[start..end]` into the regex's matches and the gaps between them
     /// (Hugging Face's `Split` with the `Isolated` behaviour), calling `emit` with each
     /// non-empty piece's byte range in order.
-    pub(crate) fn split(&self, text: &str, start: usize, end: usize, emit: &mut dyn FnMut(usize, usize)) {
+    pub(crate) fn split(
+        &self,
+        text: &str,
+        start: usize,
+        end: usize,
+        emit: &mut dyn FnMut(usize, usize),
+    ) {
         let piece = &text[start..end];
+        if let [[Node::Repeat { class, min: 1, max: u32::MAX }, Node::End]] = self.0 {
+            // `class+$` matches only the piece's trailing run of `class` (found directly:
+            // trying every position would rescan the run from each, quadratically).
+            let run = piece.len() - piece.trim_end_matches(*class).len();
+            let cut = piece.len() - run;
+            if cut > 0 {
+                emit(start, start + cut);
+            }
+            if run > 0 {
+                emit(start + cut, end);
+            }
+            return;
+        }
         let mut pos = 0;
         let mut gap = 0;
         while pos < piece.len() {
@@ -120,6 +155,14 @@ fn match_seq(nodes: &[Node], s: &str, pos: usize) -> Option<usize> {
             }
             if count < min {
                 return None;
+            }
+            if let Some(Node::End) = rest.first() {
+                // Giving characters back can only move away from the end.
+                return if end == s.len() {
+                    match_seq(rest, s, end)
+                } else {
+                    None
+                };
             }
             loop {
                 if let Some(m) = match_seq(rest, s, end) {
@@ -195,13 +238,18 @@ mod tests {
 
     fn pieces(p: &Pattern, text: &str) -> Vec<String> {
         let mut out = Vec::new();
-        p.split(text, 0, text.len(), &mut |a, b| out.push(text[a..b].to_string()));
+        p.split(text, 0, text.len(), &mut |a, b| {
+            out.push(text[a..b].to_string())
+        });
         out
     }
 
     #[test]
     fn gpt2_splits() {
-        assert_eq!(pieces(&GPT2, "Hello world's  3 x!"), ["Hello", " world", "'s", " ", " 3", " x", "!"]);
+        assert_eq!(
+            pieces(&GPT2, "Hello world's  3 x!"),
+            ["Hello", " world", "'s", " ", " 3", " x", "!"]
+        );
         assert_eq!(pieces(&GPT2, "a   \n\nb"), ["a", "   \n", "\n", "b"]);
         assert_eq!(pieces(&GPT2, "   "), ["   "]);
         assert_eq!(pieces(&GPT2, ""), Vec::<String>::new());
@@ -210,11 +258,24 @@ mod tests {
     #[test]
     fn backtracking_gives_back_characters() {
         // \s*[\r\n]+ takes whitespace up to and including the last newline.
-        const P: Pattern = Pattern(&[&[star(is_whitespace), plus(is_cr_or_lf)], &[plus(is_whitespace)]]);
+        const P: Pattern = Pattern(&[
+            &[star(is_whitespace), plus(is_cr_or_lf)],
+            &[plus(is_whitespace)],
+        ]);
         assert_eq!(pieces(&P, " \n \n  x"), [" \n \n", "  ", "x"]);
         // [U]*[l]+ backtracks into the upper run when the last character is in both.
         const T: Pattern = Pattern(&[&[star(is_upper_run), plus(is_lower_run)]]);
         assert_eq!(T.match_at("AB中C", 0), Some("AB中".len()));
+    }
+
+    #[test]
+    fn end_anchor_after_a_long_run_is_linear() {
+        const P: Pattern = Pattern(&[&[plus(is_whitespace), Node::End]]);
+        let text = format!("{}x", " ".repeat(200_000));
+        let mut pieces = 0;
+        P.split(&text, 0, text.len(), &mut |_, _| pieces += 1);
+        assert_eq!(pieces, 1);
+        assert_eq!(P.match_at("  ", 0), Some(2));
     }
 
     #[test]

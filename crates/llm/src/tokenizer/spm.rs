@@ -49,7 +49,9 @@ impl PartialOrd for Bigram {
 impl Ord for Bigram {
     /// Max-heap order: higher score first, then the leftmost pair.
     fn cmp(&self, other: &Self) -> Ordering {
-        self.score.total_cmp(&other.score).then_with(|| other.left.cmp(&self.left))
+        self.score
+            .total_cmp(&other.score)
+            .then_with(|| other.left.cmp(&self.left))
     }
 }
 
@@ -67,9 +69,53 @@ pub(crate) fn utf8_len(lead: u8) -> usize {
     LOOKUP[(lead >> 4) as usize] as usize
 }
 
+/// SentencePiece's whitespace marker `▁` (U+2581).
+const SPACE_MARK: &[u8] = "\u{2581}".as_bytes();
+
+/// Tokenizes escaped `text`, appending ids to `out`: exactly [`tokenize`] on the whole
+/// text, computed word by word.
+///
+/// A merge joins two adjacent symbols only if their concatenation is a token, so a
+/// position where the characters on either side never sit next to each other inside
+/// any token is never crossed by a merge: the text on each side evolves independently,
+/// and the global highest-score-first order restricted to one side is that side's own
+/// order. `▁` preceded by a character that no token has right before a `▁`
+/// ([`Vocabulary::spm_mark_joiners`]) is such a position: in practice, every word
+/// boundary. Splitting there keeps each priority queue small (cache-resident) instead
+/// of one queue over the whole input.
+pub(crate) fn tokenize_segmented(
+    vocab: &Vocabulary,
+    text: &[u8],
+    scratch: &mut SpmScratch,
+    out: &mut Vec<TokenId>,
+) {
+    let mut seg_start = 0;
+    let mut prev_char_start = None;
+    let mut pos = 0;
+    while pos < text.len() {
+        let len = utf8_len(text[pos]).min(text.len() - pos);
+        if pos > seg_start
+            && text[pos..].starts_with(SPACE_MARK)
+            && let Some(prev) = prev_char_start
+            && !vocab.spm_joins_mark(&text[prev..pos])
+        {
+            tokenize(vocab, &text[seg_start..pos], scratch, out);
+            seg_start = pos;
+        }
+        prev_char_start = Some(pos);
+        pos += len;
+    }
+    tokenize(vocab, &text[seg_start..], scratch, out);
+}
+
 /// Tokenizes escaped `text`, appending ids to `out`. `text` must be shorter than
 /// 4 GiB (the caller splits longer input).
-pub(crate) fn tokenize(vocab: &Vocabulary, text: &[u8], scratch: &mut SpmScratch, out: &mut Vec<TokenId>) {
+pub(crate) fn tokenize(
+    vocab: &Vocabulary,
+    text: &[u8],
+    scratch: &mut SpmScratch,
+    out: &mut Vec<TokenId>,
+) {
     debug_assert!(text.len() < NONE as usize);
     let symbols = &mut scratch.symbols;
     let queue = &mut scratch.queue;
@@ -86,7 +132,11 @@ pub(crate) fn tokenize(vocab: &Vocabulary, text: &[u8], scratch: &mut SpmScratch
             start: offset as u32,
             len: len as u32,
             prev: if index == 0 { NONE } else { index - 1 },
-            next: if offset + len == text.len() { NONE } else { index + 1 },
+            next: if offset + len == text.len() {
+                NONE
+            } else {
+                index + 1
+            },
         });
         offset += len;
     }
@@ -143,6 +193,63 @@ fn try_add_bigram(
     let len = l.len + r.len;
     let piece = &text[l.start as usize..(l.start + len) as usize];
     if let Some(id) = vocab.table.find(piece) {
-        queue.push(Bigram { score: vocab.scores[id as usize], left, right, len });
+        queue.push(Bigram {
+            score: vocab.scores[id as usize],
+            left,
+            right,
+            len,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::gguf::TokenType;
+    use crate::tokenizer::{TokenizerModel, VocabParts};
+
+    fn vocab() -> Vocabulary {
+        let mut tokens: Vec<Vec<u8>> = vec![b"<unk>".to_vec(), b"<s>".to_vec(), b"</s>".to_vec()];
+        tokens.extend((0..=255u8).map(|b| format!("<0x{b:02X}>").into_bytes()));
+        let pieces = [
+            "▁", "a", "b", "c", ".", "▁a", "ab", "▁ab", "b▁", "b▁c", "▁▁", "▁▁a", ".▁", "abc",
+            "c▁a",
+        ];
+        tokens.extend(pieces.iter().map(|p| p.as_bytes().to_vec()));
+        let n = tokens.len();
+        let mut parts = VocabParts::new(TokenizerModel::Spm, tokens);
+        parts.scores = Some((0..n).map(|i| -((i * 7919 % 31) as f32)).collect());
+        let mut types = vec![TokenType::Unknown, TokenType::Control, TokenType::Control];
+        types.extend([TokenType::Byte; 256]);
+        types.extend(vec![TokenType::Normal; pieces.len()]);
+        parts.token_types = Some(types);
+        Vocabulary::from_parts(parts).unwrap()
+    }
+
+    proptest! {
+        /// Splitting at word boundaries no token crosses gives the whole-text result.
+        #[test]
+        fn segmented_equals_whole(words in prop::collection::vec("[abc.é]{0,4}", 0..12)) {
+            let v = vocab();
+            let text = words.join(" ").replace(' ', "\u{2581}");
+            let mut scratch = SpmScratch::default();
+            let (mut whole, mut segmented) = (Vec::new(), Vec::new());
+            tokenize(&v, text.as_bytes(), &mut scratch, &mut whole);
+            tokenize_segmented(&v, text.as_bytes(), &mut scratch, &mut segmented);
+            prop_assert_eq!(whole, segmented);
+        }
+    }
+
+    #[test]
+    fn joiners_are_the_characters_before_inner_marks() {
+        let v = vocab();
+        assert!(
+            v.spm_joins_mark(b"b")
+                && v.spm_joins_mark(b".")
+                && v.spm_joins_mark("\u{2581}".as_bytes())
+        );
+        assert!(!v.spm_joins_mark(b"a"));
     }
 }

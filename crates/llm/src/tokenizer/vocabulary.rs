@@ -6,10 +6,10 @@ use crate::error::{LlmError, Result};
 use crate::gguf::TokenType;
 use crate::gguf::keys;
 
+use super::byte_level;
 use super::merges::Merges;
 use super::pre_tokenizer::PreTokenizer;
 use super::token_table::{TableError, TokenTable};
-use super::byte_level;
 
 /// A token id: an index into the vocabulary.
 pub type TokenId = u32;
@@ -105,7 +105,12 @@ impl VocabParts {
         let in_range = |id: TokenId| (u64::from(id) < n).then_some(id);
         let (special, add_bos, add_space_prefix) = match model {
             TokenizerModel::Spm => (
-                SpecialTokens { bos: in_range(1), eos: in_range(2), unk: in_range(0), ..SpecialTokens::default() },
+                SpecialTokens {
+                    bos: in_range(1),
+                    eos: in_range(2),
+                    unk: in_range(0),
+                    ..SpecialTokens::default()
+                },
                 in_range(1).is_some(),
                 true,
             ),
@@ -161,6 +166,9 @@ pub struct Vocabulary {
     /// Control, user-defined and unknown tokens with non-empty UTF-8 text, longest
     /// first (ties: lower id first): the ones matched in text before tokenizing.
     pub(crate) special_cache: Vec<TokenId>,
+    /// SentencePiece: every character that some token has immediately before a `▁`
+    /// (UTF-8, sorted): where a word boundary can be merged across.
+    pub(crate) spm_mark_joiners: Vec<Box<[u8]>>,
 }
 
 /// Token texts llama.cpp takes as the end-of-turn token when `eot_token_id` is absent.
@@ -268,14 +276,22 @@ impl Vocabulary {
         }
         let scores = match parts.scores {
             Some(s) if s.len() != n => {
-                return Err(LlmError::VocabLength { key: keys::TOKENIZER_SCORES, found: s.len(), expected: n });
+                return Err(LlmError::VocabLength {
+                    key: keys::TOKENIZER_SCORES,
+                    found: s.len(),
+                    expected: n,
+                });
             }
             Some(s) => s,
             None => vec![0.0; n],
         };
         let mut types = match parts.token_types {
             Some(t) if t.len() != n => {
-                return Err(LlmError::VocabLength { key: keys::TOKENIZER_TOKEN_TYPE, found: t.len(), expected: n });
+                return Err(LlmError::VocabLength {
+                    key: keys::TOKENIZER_TOKEN_TYPE,
+                    found: t.len(),
+                    expected: n,
+                });
             }
             Some(t) => t,
             None => vec![TokenType::Normal; n],
@@ -311,8 +327,18 @@ impl Vocabulary {
             }
         }
         for (flag, flag_key, id, id_key) in [
-            (parts.add_bos, keys::TOKENIZER_ADD_BOS, special.bos, keys::TOKENIZER_BOS_ID),
-            (parts.add_eos, keys::TOKENIZER_ADD_EOS, special.eos, keys::TOKENIZER_EOS_ID),
+            (
+                parts.add_bos,
+                keys::TOKENIZER_ADD_BOS,
+                special.bos,
+                keys::TOKENIZER_BOS_ID,
+            ),
+            (
+                parts.add_eos,
+                keys::TOKENIZER_ADD_EOS,
+                special.eos,
+                keys::TOKENIZER_EOS_ID,
+            ),
         ] {
             if flag && id.is_none() {
                 return Err(LlmError::InvalidValue {
@@ -322,20 +348,26 @@ impl Vocabulary {
             }
         }
         let merges = match parts.model {
-            TokenizerModel::Bpe => Merges::parse(&parts.merges, &table).map_err(|e| LlmError::InvalidValue {
-                key: keys::TOKENIZER_MERGES.to_string(),
-                what: format!(
-                    "merge {} ({:?}) is not two tokens separated by a space",
-                    e.index,
-                    String::from_utf8_lossy(&parts.merges[e.index])
-                ),
-            })?,
+            TokenizerModel::Bpe => {
+                Merges::parse(&parts.merges, &table).map_err(|e| LlmError::InvalidValue {
+                    key: keys::TOKENIZER_MERGES.to_string(),
+                    what: format!(
+                        "merge {} ({:?}) is not two tokens separated by a space",
+                        e.index,
+                        String::from_utf8_lossy(&parts.merges[e.index])
+                    ),
+                })?
+            }
             TokenizerModel::Spm => Merges::default(),
         };
 
         // End of generation, by id and by text (llama.cpp's rules).
         let mut eog = Vec::new();
-        let text_is = |id: usize, names: &[&str]| names.iter().any(|t| t.as_bytes() == parts.tokens[id].as_slice());
+        let text_is = |id: usize, names: &[&str]| {
+            names
+                .iter()
+                .any(|t| t.as_bytes() == parts.tokens[id].as_slice())
+        };
         for id in 0..n {
             if special.eot.is_none() && text_is(id, EOT_TEXTS) {
                 special.eot = Some(id as TokenId);
@@ -349,18 +381,27 @@ impl Vocabulary {
                 eog.push(id as TokenId);
                 types[id] = TokenType::Control;
             }
-            if let Some(&(_, ends)) = FIM_TEXTS.iter().find(|(t, _)| t.as_bytes() == parts.tokens[id].as_slice()) {
+            if let Some(&(_, ends)) = FIM_TEXTS
+                .iter()
+                .find(|(t, _)| t.as_bytes() == parts.tokens[id].as_slice())
+            {
                 types[id] = TokenType::Control;
                 if ends {
                     eog.push(id as TokenId);
                 }
             }
         }
-        eog.extend([special.eos, special.eot, special.eom].into_iter().flatten());
+        eog.extend(
+            [special.eos, special.eot, special.eom]
+                .into_iter()
+                .flatten(),
+        );
         // gpt-oss: `<|end|>` ends a message, not the generation, when `<|return|>` and
         // `<|call|>` exist; its channel markers always render.
         let find = |t: &str| table.find(t.as_bytes());
-        if let (Some(_), Some(_), Some(end)) = (find("<|return|>"), find("<|call|>"), find("<|end|>")) {
+        if let (Some(_), Some(_), Some(end)) =
+            (find("<|return|>"), find("<|call|>"), find("<|end|>"))
+        {
             eog.retain(|&id| id != end);
             types[end as usize] = TokenType::UserDefined;
         }
@@ -401,7 +442,11 @@ impl Vocabulary {
             byte_tokens,
             merges,
             special_cache: Vec::new(),
+            spm_mark_joiners: Vec::new(),
         };
+        if vocab.model == TokenizerModel::Spm {
+            vocab.spm_mark_joiners = mark_joiners(&vocab.table);
+        }
         vocab.rebuild_special_cache();
         Ok(vocab)
     }
@@ -409,8 +454,10 @@ impl Vocabulary {
     fn rebuild_special_cache(&mut self) {
         let mut cache: Vec<TokenId> = (0..self.len() as TokenId)
             .filter(|&id| {
-                matches!(self.types[id as usize], TokenType::Control | TokenType::UserDefined | TokenType::Unknown)
-                    && !self.table.text(id).is_empty()
+                matches!(
+                    self.types[id as usize],
+                    TokenType::Control | TokenType::UserDefined | TokenType::Unknown
+                ) && !self.table.text(id).is_empty()
                     && std::str::from_utf8(self.table.text(id)).is_ok()
             })
             .collect();
@@ -497,7 +544,8 @@ impl Vocabulary {
 
     /// Token `id`'s text as UTF-8, when it is in range and valid.
     pub fn token_str(&self, id: TokenId) -> Option<&str> {
-        self.token_bytes(id).and_then(|b| std::str::from_utf8(b).ok())
+        self.token_bytes(id)
+            .and_then(|b| std::str::from_utf8(b).ok())
     }
 
     /// Token `id`'s score (0 when the vocabulary has none).
@@ -530,12 +578,22 @@ impl Vocabulary {
         }
     }
 
+    /// Whether some token has the character `c` (its UTF-8 bytes) right before a `▁`.
+    pub(crate) fn spm_joins_mark(&self, c: &[u8]) -> bool {
+        self.spm_mark_joiners
+            .binary_search_by(|j| (**j).cmp(c))
+            .is_ok()
+    }
+
     /// Checks that `id` is in range.
     pub(crate) fn check_id(&self, id: TokenId) -> Result<()> {
         if (id as usize) < self.len() {
             Ok(())
         } else {
-            Err(LlmError::TokenId { id: id as u64, n_vocab: self.len() })
+            Err(LlmError::TokenId {
+                id: id as u64,
+                n_vocab: self.len(),
+            })
         }
     }
 }
@@ -550,3 +608,27 @@ pub(crate) const TOKENIZER_EOT_ID: &str = "tokenizer.ggml.eot_token_id";
 pub(crate) const TOKENIZER_EOM_ID: &str = "tokenizer.ggml.eom_token_id";
 /// `tokenizer.ggml.add_space_prefix`.
 pub(crate) const TOKENIZER_ADD_SPACE_PREFIX: &str = "tokenizer.ggml.add_space_prefix";
+
+/// The characters that some token has immediately before a `▁`, sorted.
+fn mark_joiners(table: &TokenTable) -> Vec<Box<[u8]>> {
+    const MARK: &[u8] = "\u{2581}".as_bytes();
+    let mut joiners: Vec<Box<[u8]>> = Vec::new();
+    for id in 0..table.len() as TokenId {
+        let text = table.text(id);
+        let mut prev = None;
+        let mut pos = 0;
+        while pos < text.len() {
+            let len = super::spm::utf8_len(text[pos]).min(text.len() - pos);
+            if text[pos..].starts_with(MARK)
+                && let Some(p) = prev
+            {
+                joiners.push(text[p..pos].into());
+            }
+            prev = Some(pos);
+            pos += len;
+        }
+    }
+    joiners.sort();
+    joiners.dedup();
+    joiners
+}

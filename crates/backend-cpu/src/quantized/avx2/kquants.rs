@@ -78,14 +78,20 @@ unsafe fn scales_mins_k4(p: *const u8) -> __m256i {
     u[1] = (u[2] & KMASK2) | (((u[0] >> 6) & KMASK3) << 4);
     u[2] = uaux;
     u[0] &= KMASK1;
-    _mm256_cvtepu8_epi16(_mm_set_epi32(u[3] as i32, u[2] as i32, u[1] as i32, u[0] as i32))
+    _mm256_cvtepu8_epi16(_mm_set_epi32(
+        u[3] as i32,
+        u[2] as i32,
+        u[1] as i32,
+        u[0] as i32,
+    ))
 }
 
 /// The shared Q4_K/Q5_K block body: `$unpack` (for `$j` in 0..4) gives the unsigned quants of the
 /// 32-value sub-blocks `2j` and `2j + 1` (j in 0..4).
 macro_rules! k4_block {
     ($wp:ident, $a:ident, $acc:ident, $accm:ident, |$j:ident| $unpack:block) => {{
-        // SAFETY (whole block): the caller's block pointers are readable.
+        // SAFETY: `$wp` points to a readable weight block and each `$a[r]` to a readable
+        // Q8_K block (the callers' contracts); AVX2/FMA/F16C are enabled on the callers.
         unsafe {
             let d = fp16($wp);
             let dmin = fp16($wp.add(2));
@@ -103,9 +109,14 @@ macro_rules! k4_block {
                 $accm[r] = _mm_fmadd_ps(_mm_set1_ps(-da * dmin), _mm_cvtepi32_ps(prod), $accm[r]);
             }
             for $j in 0..4 {
-                let scale_l = _mm256_shuffle_epi8(scales, _mm256_loadu_si256(SHUFFLE_K4[2 * $j].as_ptr() as *const __m256i));
-                let scale_h =
-                    _mm256_shuffle_epi8(scales, _mm256_loadu_si256(SHUFFLE_K4[2 * $j + 1].as_ptr() as *const __m256i));
+                let scale_l = _mm256_shuffle_epi8(
+                    scales,
+                    _mm256_loadu_si256(SHUFFLE_K4[2 * $j].as_ptr() as *const __m256i),
+                );
+                let scale_h = _mm256_shuffle_epi8(
+                    scales,
+                    _mm256_loadu_si256(SHUFFLE_K4[2 * $j + 1].as_ptr() as *const __m256i),
+                );
                 let (ql, qh) = $unpack;
                 for r in 0..R {
                     let q8 = $a[r].add(Q8K_QS + 64 * $j);
@@ -118,7 +129,8 @@ macro_rules! k4_block {
             }
             for r in 0..R {
                 let da = std::ptr::read_unaligned($a[r] as *const f32);
-                $acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * da), _mm256_cvtepi32_ps(sumi[r]), $acc[r]);
+                $acc[r] =
+                    _mm256_fmadd_ps(_mm256_set1_ps(d * da), _mm256_cvtepi32_ps(sumi[r]), $acc[r]);
             }
         }
     }};
@@ -152,7 +164,10 @@ unsafe fn dot_q4_k<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], 
     super_block_loop!(nb, w, acts, 144, |wp, a| {
         k4_block!(wp, a, acc, accm, |j| {
             let bits = _mm256_loadu_si256(wp.add(16 + 32 * j) as *const __m256i);
-            (_mm256_and_si256(bits, m4), _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4))
+            (
+                _mm256_and_si256(bits, m4),
+                _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4),
+            )
         });
     });
     for r in 0..R {
@@ -172,6 +187,7 @@ unsafe fn dot_q5_k<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], 
     let m4 = _mm256_set1_epi8(0x0F);
     let m1 = _mm256_set1_epi8(1);
     super_block_loop!(nb, w, acts, 176, |wp, a| {
+        // SAFETY: a readable 176-byte Q5_K block at `wp`: `qh` is bytes 16..48.
         let hbits = unsafe { _mm256_loadu_si256(wp.add(16) as *const __m256i) };
         k4_block!(wp, a, acc, accm, |j| {
             let bits = _mm256_loadu_si256(wp.add(48 + 32 * j) as *const __m256i);
@@ -211,7 +227,10 @@ unsafe fn dot_q6_k<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], 
                 let ql = wp.add(64 * half);
                 let qh = wp.add(128 + 32 * half);
                 let sc = |i: usize| {
-                    let s = _mm_shuffle_epi8(scales, _mm_loadu_si128(SHUFFLE_6K[4 * half + i].as_ptr() as *const __m128i));
+                    let s = _mm_shuffle_epi8(
+                        scales,
+                        _mm_loadu_si128(SHUFFLE_6K[4 * half + i].as_ptr() as *const __m128i),
+                    );
                     _mm256_cvtepi8_epi16(s)
                 };
                 let (s0, s1, s2, s3) = (sc(0), sc(1), sc(2), sc(3));
@@ -230,7 +249,10 @@ unsafe fn dot_q6_k<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], 
                     let q8 = a[r].add(Q8K_QS + 128 * half);
                     let part = |q: __m256i, s: __m256i, o: usize| {
                         let y = _mm256_loadu_si256(q8.add(o) as *const __m256i);
-                        let p = _mm256_sub_epi16(_mm256_maddubs_epi16(q, y), _mm256_maddubs_epi16(m32s, y));
+                        let p = _mm256_sub_epi16(
+                            _mm256_maddubs_epi16(q, y),
+                            _mm256_maddubs_epi16(m32s, y),
+                        );
                         _mm256_madd_epi16(s, p)
                     };
                     let p01 = _mm256_add_epi32(part(q0, s0, 0), part(q1, s1, 32));
@@ -240,7 +262,8 @@ unsafe fn dot_q6_k<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], 
             }
             for r in 0..R {
                 let da = std::ptr::read_unaligned(a[r] as *const f32);
-                acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * da), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+                acc[r] =
+                    _mm256_fmadd_ps(_mm256_set1_ps(d * da), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
             }
         }
     });

@@ -29,11 +29,21 @@ pub(super) const DOT_Q8_0: DotFn = rows_dispatch!(dot_q8_0);
 /// Each `a[r]` points to a readable Q8_0 block; AVX2, FMA, F16C present.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn signed_step<const R: usize>(qx: __m256i, wp: *const u8, a: &[*const u8; R], acc: &mut [__m256; R]) {
+unsafe fn signed_step<const R: usize>(
+    qx: __m256i,
+    wp: *const u8,
+    a: &[*const u8; R],
+    acc: &mut [__m256; R],
+) {
     let ax = _mm256_sign_epi8(qx, qx);
     for r in 0..R {
         // SAFETY: a readable 34-byte Q8_0 block at `a[r]`, the weight scale at `wp`.
-        let (d, qy) = unsafe { (fp16_product(wp, a[r]), _mm256_loadu_si256(a[r].add(2) as *const __m256i)) };
+        let (d, qy) = unsafe {
+            (
+                fp16_product(wp, a[r]),
+                _mm256_loadu_si256(a[r].add(2) as *const __m256i),
+            )
+        };
         let p = dot_u8_i8(ax, _mm256_sign_epi8(qy, qx));
         acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d), p, acc[r]);
     }
@@ -57,8 +67,13 @@ unsafe fn unsigned_step<const R: usize>(
 ) {
     for r in 0..R {
         // SAFETY: a readable 36-byte Q8_1 block at `a[r]`, the weight scale at `wp`.
-        let (d, sa, qy) =
-            unsafe { (fp16_product(wp, a[r]), fp16(a[r].add(2)), _mm256_loadu_si256(a[r].add(4) as *const __m256i)) };
+        let (d, sa, qy) = unsafe {
+            (
+                fp16_product(wp, a[r]),
+                fp16(a[r].add(2)),
+                _mm256_loadu_si256(a[r].add(4) as *const __m256i),
+            )
+        };
         acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d), dot_u8_i8(qx, qy), acc[r]);
         mins[r] += m * sa;
     }

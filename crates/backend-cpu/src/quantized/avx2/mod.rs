@@ -16,7 +16,9 @@ use super::kernels::QuantKernels;
 
 /// Whether this CPU runs the kernels here.
 pub(crate) fn detected() -> bool {
-    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c")
+    is_x86_feature_detected!("avx2")
+        && is_x86_feature_detected!("fma")
+        && is_x86_feature_detected!("f16c")
 }
 
 /// `base` with the AVX2 kernels in place of its entries.
@@ -87,7 +89,12 @@ pub(super) unsafe fn fp16(p: *const u8) -> f32 {
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn fp16_product(p: *const u8, q: *const u8) -> f32 {
     // SAFETY: 2 readable bytes at each pointer.
-    let (a, b) = unsafe { (std::ptr::read_unaligned(p as *const u16) as u32, std::ptr::read_unaligned(q as *const u16) as u32) };
+    let (a, b) = unsafe {
+        (
+            std::ptr::read_unaligned(p as *const u16) as u32,
+            std::ptr::read_unaligned(q as *const u16) as u32,
+        )
+    };
     let v = _mm_cvtph_ps(_mm_cvtsi32_si128((a | (b << 16)) as i32));
     _mm_cvtss_f32(_mm_mul_ss(v, _mm_movehdup_ps(v)))
 }
@@ -116,7 +123,12 @@ pub(super) unsafe fn nibbles32(p: *const u8) -> __m256i {
 pub(super) unsafe fn bits32(p: *const u8) -> __m256i {
     // SAFETY: 4 readable bytes.
     let x = unsafe { std::ptr::read_unaligned(p as *const u32) } as i32;
-    let shuffle = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+    let shuffle = _mm256_set_epi64x(
+        0x0303030303030303,
+        0x0202020202020202,
+        0x0101010101010101,
+        0,
+    );
     let bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(x), shuffle);
     let bytes = _mm256_or_si256(bytes, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
     _mm256_cmpeq_epi8(bytes, _mm256_set1_epi64x(-1))

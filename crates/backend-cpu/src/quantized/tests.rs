@@ -1,0 +1,109 @@
+//! Every quantized dot-product kernel against the reference `vec_dot` of
+//! `tempra_tensor::quant` (ggml's scalar algorithm) on the same quantized bytes: the
+//! integer sums are exact, so only the f32 summation order differs (budget 1e-5 of
+//! `Σ|w·a|`).
+
+use tempra_tensor::DType;
+use tempra_tensor::quant::{dequantize_row, quantize_row, vec_dot, vec_dot_dtype};
+use tempra_tensor::random::SplitMix64;
+
+use super::kernels::{QuantKernels, SCALAR, avx2_kernels};
+
+const FORMATS: [DType; 10] = [
+    DType::Q4_0,
+    DType::Q4_1,
+    DType::Q5_0,
+    DType::Q5_1,
+    DType::Q8_0,
+    DType::Q2K,
+    DType::Q3K,
+    DType::Q4K,
+    DType::Q5K,
+    DType::Q6K,
+];
+
+fn tables() -> Vec<QuantKernels> {
+    let mut t = vec![SCALAR];
+    t.extend(avx2_kernels());
+    t
+}
+
+fn quantized(dtype: DType, values: &[f32]) -> Vec<u8> {
+    let mut bytes = vec![0u8; dtype.bytes_for(values.len()).unwrap()];
+    quantize_row(dtype, values, &mut bytes).unwrap();
+    bytes
+}
+
+#[test]
+fn kernels_match_the_reference_vec_dot() {
+    let mut rng = SplitMix64::new(7);
+    for table in tables() {
+        for dtype in FORMATS {
+            let act = vec_dot_dtype(dtype);
+            for blocks in [1usize, 3] {
+                let k = blocks * dtype.block_len();
+                // Weights with an offset (exercises the mins) and a few outliers.
+                let w: Vec<f32> = (0..k)
+                    .map(|i| rng.next_normal() as f32 + if i % 37 == 0 { 4.0 } else { 0.3 })
+                    .collect();
+                let wq = quantized(dtype, &w);
+                let rows: Vec<Vec<u8>> = (0..4)
+                    .map(|_| {
+                        quantized(
+                            act,
+                            &(0..k).map(|_| rng.next_normal() as f32).collect::<Vec<_>>(),
+                        )
+                    })
+                    .collect();
+                let dot = table.dot(dtype).unwrap();
+                for r in 1..=4 {
+                    let ptrs: Vec<*const u8> = rows[..r].iter().map(|a| a.as_ptr()).collect();
+                    let mut out = [0f32; 4];
+                    // SAFETY: `blocks` blocks behind every pointer; the table matches the CPU.
+                    unsafe { dot(blocks, wq.as_ptr(), &ptrs, &mut out[..r]) };
+                    for (i, a) in rows[..r].iter().enumerate() {
+                        let want = vec_dot(dtype, &wq, a).unwrap();
+                        let (mut wd, mut ad) = (vec![0f32; k], vec![0f32; k]);
+                        dequantize_row(dtype, &wq, &mut wd).unwrap();
+                        dequantize_row(act, a, &mut ad).unwrap();
+                        let scale: f32 = wd.iter().zip(&ad).map(|(x, y)| (x * y).abs()).sum();
+                        // Q8_1's f16 `s` enters ggml's sum in f32 either way: same budget.
+                        assert!(
+                            (out[i] - want).abs() <= 1e-5 * scale + 1e-6,
+                            "{} {dtype} blocks={blocks} rows={r} row {i}: {} vs {want}",
+                            table.name,
+                            out[i]
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn unaligned_rows_give_the_same_dots() {
+    for table in tables() {
+        for dtype in FORMATS {
+            let act = vec_dot_dtype(dtype);
+            let k = 2 * dtype.block_len();
+            let w: Vec<f32> = (0..k).map(|i| (i as f32 * 0.37).sin()).collect();
+            let a: Vec<f32> = (0..k).map(|i| (i as f32 * 0.11).cos()).collect();
+            let (wq, aq) = (quantized(dtype, &w), quantized(act, &a));
+            let dot = table.dot(dtype).unwrap();
+            let mut base = [0f32; 1];
+            // SAFETY: two blocks behind each pointer.
+            unsafe { dot(2, wq.as_ptr(), &[aq.as_ptr()], &mut base) };
+            for shift in 1..4 {
+                let mut ws = vec![0u8; wq.len() + shift];
+                let mut as_ = vec![0u8; aq.len() + shift];
+                ws[shift..].copy_from_slice(&wq);
+                as_[shift..].copy_from_slice(&aq);
+                let mut got = [0f32; 1];
+                // SAFETY: as above, at odd addresses.
+                unsafe { dot(2, ws[shift..].as_ptr(), &[as_[shift..].as_ptr()], &mut got) };
+                assert_eq!(got, base, "{} {dtype} shift {shift}", table.name);
+            }
+        }
+    }
+}

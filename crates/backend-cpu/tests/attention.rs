@@ -1,0 +1,251 @@
+//! Fused causal attention against the reference: GQA groups, positions (q_start), sliding
+//! windows, soft-cap, f16/f32 caches, strided K/V views of a cache, strided queries.
+
+mod common;
+
+use common::{check, randn};
+use tempra_tensor::{AttentionParams, DType, ExecContext, Result, Tensor};
+
+/// Online softmax in f32 (scores, weights, accumulators) against the f64 reference.
+const TOL: f64 = 5e-6;
+
+/// One attention case: `q [tq, hq, d]` over a cache of `tk` keys.
+#[derive(Clone, Copy, Debug)]
+struct Case {
+    tq: usize,
+    tk: usize,
+    hq: usize,
+    hkv: usize,
+    d: usize,
+    dv: usize,
+    q_start: usize,
+    window: Option<usize>,
+    softcap: Option<f32>,
+}
+
+impl Case {
+    fn params(&self) -> AttentionParams {
+        AttentionParams {
+            window: self.window,
+            softcap: self.softcap,
+            ..AttentionParams::causal(self.d, self.q_start)
+        }
+    }
+}
+
+/// K and V of `case` in `dtype`: contiguous, or a `narrow` of a longer cache, or a
+/// `[H, T, D]` cache permuted to `[T, H, D]`.
+fn kv(ctx: &ExecContext, c: &Case, dtype: DType, layout: usize) -> Result<(Tensor, Tensor)> {
+    let make = |dim: usize, seed: u64| -> Result<Tensor> {
+        match layout {
+            0 => Ok(randn(ctx, &[c.tk, c.hkv, dim], dtype, seed)),
+            1 => randn(ctx, &[c.tk + 9, c.hkv, dim], dtype, seed).narrow(0, 0, c.tk),
+            _ => randn(ctx, &[c.hkv, c.tk + 5, dim], dtype, seed)
+                .narrow(1, 2, c.tk)?
+                .permute(&[1, 0, 2]),
+        }
+    };
+    Ok((make(c.d, 11)?, make(c.dv, 12)?))
+}
+
+fn run(
+    ctx: &ExecContext,
+    c: &Case,
+    k_dtype: DType,
+    v_dtype: DType,
+    layout: usize,
+) -> Result<Tensor> {
+    let q = ctx.mul_scalar(&randn(ctx, &[c.tq, c.hq, c.d], DType::F32, 10), 2.0)?;
+    let (k, _) = kv(ctx, c, k_dtype, layout)?;
+    let (_, v) = kv(ctx, c, v_dtype, layout)?;
+    ctx.attention(&q, &k, &v, &c.params())
+}
+
+const BASE: Case = Case {
+    tq: 5,
+    tk: 37,
+    hq: 8,
+    hkv: 2,
+    d: 64,
+    dv: 64,
+    q_start: 32,
+    window: None,
+    softcap: None,
+};
+
+#[test]
+fn gqa_groups_and_head_dims() {
+    // Every group shape with one head dim, and every head dim with one group shape (the
+    // reference's cost grows with each; this keeps the test fast).
+    let groups = [(1, 1), (4, 4), (6, 2), (8, 2), (8, 1), (12, 4), (16, 1)];
+    let dims = [(1, 1), (17, 17), (64, 64), (65, 40), (128, 32)];
+    let cases = groups.iter().map(|&g| (g, (32, 32))).chain(dims.iter().map(|&d| ((8, 2), d)));
+    for ((hq, hkv), (d, dv)) in cases {
+        let c = Case { hq, hkv, d, dv, tq: 2, ..BASE };
+        check(&format!("{c:?}"), TOL, |ctx| run(ctx, &c, DType::F16, DType::F16, 0));
+    }
+}
+
+#[test]
+fn positions_windows_and_softcap() {
+    let cases = [
+        Case {
+            tq: 9,
+            tk: 9,
+            q_start: 0,
+            ..BASE
+        }, // full causal prefill
+        Case {
+            tq: 1,
+            tk: 70,
+            q_start: 69,
+            ..BASE
+        }, // decode
+        Case {
+            tq: 4,
+            tk: 70,
+            q_start: 20,
+            ..BASE
+        }, // keys beyond the queries
+        Case {
+            tq: 6,
+            tk: 70,
+            q_start: 64,
+            window: Some(16),
+            ..BASE
+        }, // sliding window
+        Case {
+            tq: 3,
+            tk: 10,
+            q_start: 30,
+            window: Some(8),
+            ..BASE
+        }, // window past every key: zeros
+        Case {
+            tq: 5,
+            tk: 70,
+            q_start: 65,
+            window: Some(1),
+            ..BASE
+        }, // only the diagonal
+        Case {
+            tq: 5,
+            tk: 70,
+            q_start: 65,
+            softcap: Some(5.0),
+            ..BASE
+        }, // Gemma 2 soft-cap
+        Case {
+            tq: 3,
+            tk: 130,
+            q_start: 127,
+            softcap: Some(30.0),
+            window: Some(100),
+            ..BASE
+        },
+    ];
+    for c in cases {
+        check(&format!("{c:?}"), TOL, |ctx| {
+            run(ctx, &c, DType::F16, DType::F16, 0)
+        });
+    }
+}
+
+#[test]
+fn cache_dtypes_and_layouts() {
+    let c = Case {
+        tq: 3,
+        tk: 70,
+        q_start: 67,
+        ..BASE
+    };
+    for (kd, vd) in [
+        (DType::F32, DType::F32),
+        (DType::F16, DType::F16),
+        (DType::F16, DType::F32),
+        (DType::F32, DType::F16),
+    ] {
+        for layout in 0..3 {
+            check(&format!("k {kd} v {vd} layout {layout}"), TOL, |ctx| {
+                run(ctx, &c, kd, vd, layout)
+            });
+        }
+    }
+}
+
+#[test]
+fn strided_queries_and_batches() {
+    // Queries as a narrow of a fused QKV projection: [T, 3·H, D] → heads 0..H.
+    check("fused qkv view", TOL, |ctx| {
+        let c = BASE;
+        let qkv = randn(ctx, &[c.tq, 3 * c.hq, c.d], DType::F32, 3);
+        let q = qkv.narrow(1, 0, c.hq)?;
+        let (k, v) = kv(ctx, &c, DType::F16, 1)?;
+        ctx.attention(&q, &k, &v, &c.params())
+    });
+    check("transposed query head dim", TOL, |ctx| {
+        let c = Case {
+            d: 33,
+            dv: 33,
+            ..BASE
+        };
+        let q = randn(ctx, &[c.tq, c.d, c.hq], DType::F32, 4).transpose(1, 2)?;
+        let (k, v) = kv(ctx, &c, DType::F32, 0)?;
+        ctx.attention(&q, &k, &v, &c.params())
+    });
+    check("batched lead dims", TOL, |ctx| {
+        let c = Case {
+            tq: 2,
+            tk: 20,
+            q_start: 18,
+            ..BASE
+        };
+        let q = randn(ctx, &[2, c.tq, c.hq, c.d], DType::F32, 5);
+        let k = randn(ctx, &[2, c.tk + 3, c.hkv, c.d], DType::F16, 6).narrow(1, 0, c.tk)?;
+        let v = randn(ctx, &[c.tk, c.hkv, c.d], DType::F16, 7)
+            .unsqueeze(0)?
+            .broadcast_to(&[2, c.tk, c.hkv, c.d])?;
+        ctx.attention(&q, &k, &v, &c.params())
+    });
+}
+
+#[test]
+fn threads_split_large_work() {
+    // Enough work per call that both threads take part (the 1- and 2-thread results must
+    // agree bitwise: `check` compares them).
+    let c = Case {
+        tq: 4,
+        tk: 260,
+        hq: 8,
+        hkv: 2,
+        d: 64,
+        dv: 64,
+        q_start: 256,
+        window: None,
+        softcap: None,
+    };
+    check("prefill chunk, 2 threads", TOL, |ctx| {
+        run(ctx, &c, DType::F16, DType::F16, 1)
+    });
+    let c = Case {
+        tq: 1,
+        tk: 600,
+        hq: 8,
+        hkv: 4,
+        q_start: 599,
+        ..c
+    };
+    check("decode, 2 threads", TOL, |ctx| {
+        run(ctx, &c, DType::F16, DType::F16, 1)
+    });
+}
+
+#[test]
+fn f64_is_delegated() {
+    check("f64", 1e-12, |ctx| {
+        let q = randn(ctx, &[3, 2, 8], DType::F64, 1);
+        let k = randn(ctx, &[5, 1, 8], DType::F64, 2);
+        let v = randn(ctx, &[5, 1, 8], DType::F64, 3);
+        ctx.attention(&q, &k, &v, &AttentionParams::causal(8, 2))
+    });
+}

@@ -1,0 +1,155 @@
+//! `ModelWeights`: every tensor of a transformer, looked up by GGUF name once at load.
+
+use tempra_autograd::Var;
+use tempra_tensor::Tensor;
+
+use crate::error::{LlmError, Result};
+use crate::model_config::ModelConfig;
+use crate::model_file::ModelFile;
+use crate::tensor_names::{BlockTensor, GlobalTensor, block_bias, block_weight, global_weight};
+
+/// The weights of one transformer block. Optional tensors are present only for the
+/// architectures that have them (biases: qwen2; q/k norms: qwen3, gemma3; sandwich
+/// norms: gemma2, gemma3).
+#[derive(Clone, Debug)]
+pub struct LayerWeights {
+    /// Pre-attention norm.
+    pub attn_norm: Var,
+    /// Query projection `[Hq·Dk, D]`.
+    pub wq: Var,
+    /// Key projection `[Hkv·Dk, D]`.
+    pub wk: Var,
+    /// Value projection `[Hkv·Dv, D]`.
+    pub wv: Var,
+    /// Output projection `[D, Hq·Dv]`.
+    pub wo: Var,
+    /// Query bias.
+    pub bq: Option<Var>,
+    /// Key bias.
+    pub bk: Option<Var>,
+    /// Value bias.
+    pub bv: Option<Var>,
+    /// Per-head query norm `[Dk]`.
+    pub q_norm: Option<Var>,
+    /// Per-head key norm `[Dk]`.
+    pub k_norm: Option<Var>,
+    /// Norm of the attention output before the residual add.
+    pub post_attn_norm: Option<Var>,
+    /// Pre-FFN norm.
+    pub ffn_norm: Var,
+    /// FFN gate `[F, D]`.
+    pub gate: Var,
+    /// FFN up `[F, D]`.
+    pub up: Var,
+    /// FFN down `[D, F]`.
+    pub down: Var,
+    /// Norm of the FFN output before the residual add.
+    pub post_ffn_norm: Option<Var>,
+}
+
+/// All weights of a model, as constants (inference) or variables (training).
+#[derive(Clone, Debug)]
+pub struct ModelWeights {
+    /// Token embedding `[V, D]`.
+    pub token_embd: Var,
+    /// Final norm.
+    pub output_norm: Var,
+    /// Output head `[V, D]`; `None` when tied to the token embedding.
+    pub output: Option<Var>,
+    /// Llama 3 rope frequency factors `[rotary_dims/2]`.
+    pub rope_freqs: Option<Tensor>,
+    /// The blocks.
+    pub layers: Vec<LayerWeights>,
+}
+
+impl ModelWeights {
+    /// Looks every tensor up in `file` (zero-copy views of the mapping) and checks its
+    /// shape against `config`.
+    pub fn from_file(file: &ModelFile, config: &ModelConfig) -> Result<ModelWeights> {
+        let d = config.embedding_length;
+        let (hq, hkv) = (config.head_count, config.head_count_kv);
+        let (dk, dv) = (config.key_length, config.value_length);
+        let f = config.feed_forward_length;
+        let get = |name: String, dims: &[usize]| -> Result<Var> {
+            let t = file.tensor(&name)?;
+            if t.dims() != dims {
+                return Err(LlmError::InvalidValue {
+                    key: name,
+                    what: format!("shape {:?}, expected {dims:?}", t.dims()),
+                });
+            }
+            Ok(Var::constant(t))
+        };
+        let opt = |name: String, dims: &[usize]| -> Result<Option<Var>> {
+            if file.has_tensor(&name) { get(name, dims).map(Some) } else { Ok(None) }
+        };
+        let mut layers = Vec::with_capacity(config.block_count);
+        for l in 0..config.block_count {
+            let w = |t: BlockTensor| block_weight(l, t);
+            layers.push(LayerWeights {
+                attn_norm: get(w(BlockTensor::AttnNorm), &[d])?,
+                wq: get(w(BlockTensor::AttnQ), &[hq * dk, d])?,
+                wk: get(w(BlockTensor::AttnK), &[hkv * dk, d])?,
+                wv: get(w(BlockTensor::AttnV), &[hkv * dv, d])?,
+                wo: get(w(BlockTensor::AttnOutput), &[d, hq * dv])?,
+                bq: opt(block_bias(l, BlockTensor::AttnQ), &[hq * dk])?,
+                bk: opt(block_bias(l, BlockTensor::AttnK), &[hkv * dk])?,
+                bv: opt(block_bias(l, BlockTensor::AttnV), &[hkv * dv])?,
+                q_norm: opt(w(BlockTensor::AttnQNorm), &[dk])?,
+                k_norm: opt(w(BlockTensor::AttnKNorm), &[dk])?,
+                post_attn_norm: opt(w(BlockTensor::PostAttentionNorm), &[d])?,
+                ffn_norm: get(w(BlockTensor::FfnNorm), &[d])?,
+                gate: get(w(BlockTensor::FfnGate), &[f, d])?,
+                up: get(w(BlockTensor::FfnUp), &[f, d])?,
+                down: get(w(BlockTensor::FfnDown), &[d, f])?,
+                post_ffn_norm: opt(w(BlockTensor::PostFfwNorm), &[d])?,
+            });
+        }
+        let vocab = config.vocab_size;
+        let rope_freqs_name = global_weight(GlobalTensor::RopeFreqs);
+        let rope_freqs = if file.has_tensor(&rope_freqs_name) {
+            let t = file.tensor(&rope_freqs_name)?;
+            if t.dims() != [config.rope.dimension_count / 2] {
+                return Err(LlmError::InvalidValue {
+                    key: rope_freqs_name,
+                    what: format!("shape {:?}, expected [{}]", t.dims(), config.rope.dimension_count / 2),
+                });
+            }
+            Some(t)
+        } else {
+            None
+        };
+        Ok(ModelWeights {
+            token_embd: get(global_weight(GlobalTensor::TokenEmbd), &[vocab, d])?,
+            output_norm: get(global_weight(GlobalTensor::OutputNorm), &[d])?,
+            output: opt(global_weight(GlobalTensor::Output), &[vocab, d])?,
+            rope_freqs,
+            layers,
+        })
+    }
+
+    /// The output head (the token embedding when tied).
+    pub fn head(&self) -> &Var {
+        self.output.as_ref().unwrap_or(&self.token_embd)
+    }
+
+    /// Bytes of weight data (each tensor's spanned bytes).
+    pub fn bytes(&self) -> usize {
+        let mut total = 0;
+        let mut add = |v: &Var| total += v.tensor().layout().bytes_spanned();
+        add(&self.token_embd);
+        add(&self.output_norm);
+        if let Some(o) = &self.output {
+            add(o);
+        }
+        for l in &self.layers {
+            for v in [&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.gate, &l.up, &l.down] {
+                add(v);
+            }
+            for v in [&l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.post_attn_norm, &l.post_ffn_norm].into_iter().flatten() {
+                add(v);
+            }
+        }
+        total
+    }
+}

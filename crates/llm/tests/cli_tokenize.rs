@@ -1,0 +1,327 @@
+//! `tempra tokenize` / `tempra detokenize` on vocabulary-only GGUF files written from the
+//! golden vocabularies (tests/data/tokenizer), and on llama2.c's tok512.bin.
+#![cfg(feature = "cli")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use tempra_llm::gguf::{GgufWriter, Metadata};
+use tempra_llm::tokenizer::{
+    PreTokenizer, SpecialTokens, TokenType, TokenizerModel, VocabParts, Vocabulary,
+};
+
+fn golden(name: &str) -> Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/tokenizer")
+        .join(name);
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Writes the golden file's vocabulary as a vocabulary-only GGUF.
+fn write_vocab_gguf(g: &Value, path: &Path) {
+    let model = TokenizerModel::from_gguf_name(g["model"].as_str().unwrap()).unwrap();
+    let tokens = g["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap().as_bytes().to_vec())
+        .collect();
+    let mut parts = VocabParts::new(model, tokens);
+    parts.pre = PreTokenizer::from_gguf_name(g["pre"].as_str().unwrap()).unwrap();
+    parts.scores = g["scores"]
+        .as_array()
+        .map(|a| a.iter().map(|s| s.as_f64().unwrap() as f32).collect());
+    parts.token_types = Some(
+        g["types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| TokenType::from_i32(t.as_i64().unwrap() as i32).unwrap())
+            .collect(),
+    );
+    parts.merges = g["merges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap().as_bytes().to_vec())
+        .collect();
+    let id = |k: &str| g[k].as_u64().map(|x| x as u32);
+    parts.special = SpecialTokens {
+        bos: id("bos"),
+        eos: id("eos"),
+        unk: id("unk"),
+        ..Default::default()
+    };
+    parts.add_bos = g["add_bos"].as_bool().unwrap();
+    parts.add_space_prefix = g["add_space_prefix"].as_bool().unwrap();
+    parts.ignore_merges = g["ignore_merges"].as_bool().unwrap();
+    let vocab = Vocabulary::from_parts(parts).unwrap();
+    let mut md = Metadata::new();
+    vocab.write_gguf_metadata(&mut md);
+    let bytes = GgufWriter::new(Vec::new(), &md, Vec::new())
+        .unwrap()
+        .finish()
+        .unwrap();
+    std::fs::write(path, bytes).unwrap();
+}
+
+fn tempra(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tempra"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+fn stdout_of(out: Output) -> String {
+    assert!(
+        out.status.success(),
+        "failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn fails(dir: &Path, args: &[&str], expect: &str) {
+    let out = tempra(dir, args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{args:?} succeeded");
+    assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
+    assert_eq!(
+        stderr.lines().count(),
+        1,
+        "{args:?}: not one line:\n{stderr}"
+    );
+    assert!(
+        stderr.starts_with("error: ") && stderr.contains(expect),
+        "{args:?}: `{expect}` not in: {stderr}"
+    );
+}
+
+/// Every golden case through `-f FILE --no-special --json` (bytes verbatim), and back
+/// through `detokenize`.
+#[test]
+fn tokenize_files_match_goldens() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for name in ["spm_bpe.json", "bpe_llama3.json", "bpe_gpt2.json"] {
+        let g = golden(name);
+        write_vocab_gguf(&g, &d.join("vocab.gguf"));
+        for (i, case) in g["cases"].as_array().unwrap().iter().enumerate() {
+            if i % 3 != 0 && name != "spm_bpe.json" {
+                continue; // every case for one vocabulary, a third for the others
+            }
+            let text = case["text"].as_str().unwrap();
+            std::fs::write(d.join("input.txt"), text).unwrap();
+            let out = stdout_of(tempra(
+                d,
+                &[
+                    "tokenize",
+                    "-m",
+                    "vocab.gguf",
+                    "-f",
+                    "input.txt",
+                    "--no-special",
+                    "--json",
+                ],
+            ));
+            let got: Vec<u64> = serde_json::from_str(&out).unwrap();
+            let expected: Vec<u64> = case["ids"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_u64().unwrap())
+                .collect();
+            assert_eq!(got, expected, "{name}: {text:?}");
+            if !got.is_empty() {
+                let ids = got.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
+                let back = tempra(d, &["detokenize", "-m", "vocab.gguf", "--ids", &ids]);
+                assert!(back.status.success());
+                assert_eq!(
+                    String::from_utf8(back.stdout).unwrap(),
+                    text,
+                    "{name}: detokenize"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn output_formats() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_vocab_gguf(&golden("spm_bpe.json"), &d.join("spm.gguf"));
+    let plain = stdout_of(tempra(
+        d,
+        &["tokenize", "-m", "spm.gguf", "-p", "Hello world"],
+    ));
+    let json = stdout_of(tempra(
+        d,
+        &["tokenize", "-m", "spm.gguf", "-p", "Hello world", "--json"],
+    ));
+    let pieces = stdout_of(tempra(
+        d,
+        &[
+            "tokenize",
+            "-m",
+            "spm.gguf",
+            "-p",
+            "Hello wörld",
+            "--show-pieces",
+        ],
+    ));
+    let no_special = stdout_of(tempra(
+        d,
+        &[
+            "tokenize",
+            "-m",
+            "spm.gguf",
+            "-p",
+            "Hello world",
+            "--no-special",
+        ],
+    ));
+    let text = stdout_of(tempra(
+        d,
+        &[
+            "detokenize",
+            "-m",
+            "spm.gguf",
+            "--ids",
+            &plain.trim().replace(' ', ","),
+        ],
+    ));
+    insta::assert_snapshot!(
+        "tokenize_output_formats",
+        format!(
+            "plain:       {plain}json:        {json}pieces:      {pieces}no-special:  {no_special}detokenize:  {text:?}\n"
+        )
+    );
+    let help = stdout_of(tempra(d, &["tokenize", "--help"]));
+    insta::assert_snapshot!("tokenize_help", help);
+}
+
+#[test]
+fn bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_vocab_gguf(&golden("bpe_gpt2.json"), &d.join("bpe.gguf"));
+    std::fs::write(d.join("latin1.txt"), b"caf\xe9 au lait").unwrap();
+    std::fs::write(d.join("text.txt"), "hello").unwrap();
+    fails(
+        d,
+        &["tokenize", "-m", "bpe.gguf", "-f", "latin1.txt"],
+        "latin1.txt: invalid UTF-8 at byte 3",
+    );
+    fails(
+        d,
+        &["tokenize", "-m", "bpe.gguf", "-f", "missing.txt"],
+        "missing.txt",
+    );
+    fails(
+        d,
+        &["tokenize", "-m", "text.txt", "-p", "x"],
+        "text.txt: not a GGUF file or a llama2.c tokenizer",
+    );
+    fails(d, &["tokenize", "-m", "bpe.gguf"], "--prompt");
+    fails(
+        d,
+        &["detokenize", "-m", "bpe.gguf", "--ids", "1,x"],
+        "`x` is not a token id",
+    );
+    fails(
+        d,
+        &["detokenize", "-m", "bpe.gguf", "--ids", "999999"],
+        "token id 999999 is out of range",
+    );
+
+    // Inconsistent tokenizer metadata.
+    let g = golden("bpe_gpt2.json");
+    write_vocab_gguf(&g, &d.join("ok.gguf"));
+    let file = tempfile_model(d, "ok.gguf", |md| md.set("tokenizer.ggml.pre", "mystery"));
+    fails(
+        d,
+        &["tokenize", "-m", &file, "-p", "x"],
+        "unknown tokenizer `mystery`",
+    );
+    let file = tempfile_model(d, "ok.gguf", |md| {
+        md.set(
+            "tokenizer.ggml.token_type",
+            tempra_llm::gguf::Array::I32(vec![1; 3]),
+        )
+    });
+    fails(
+        d,
+        &["tokenize", "-m", &file, "-p", "x"],
+        "has 3 entries, but the vocabulary has 900 tokens",
+    );
+}
+
+/// Rewrites a GGUF's metadata with `edit` applied; returns the new file name.
+fn tempfile_model(dir: &Path, from: &str, edit: impl FnOnce(&mut Metadata)) -> String {
+    let model = tempra_llm::ModelFile::open(dir.join(from)).unwrap();
+    let mut md = model.metadata().clone();
+    edit(&mut md);
+    let bytes = GgufWriter::new(Vec::new(), &md, Vec::new())
+        .unwrap()
+        .finish()
+        .unwrap();
+    let name = format!("edited-{}.gguf", md.len() + bytes.len());
+    std::fs::write(dir.join(&name), bytes).unwrap();
+    name
+}
+
+#[test]
+fn llama2c_tokenizer_file() {
+    let dir = std::env::var_os("TEMPRA_SHARED_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"))
+        .join("models/stories260K");
+    if !dir.join("tok512.bin").is_file() {
+        assert!(
+            std::env::var("REQUIRE_MODELS").as_deref() != Ok("1"),
+            "{} is missing",
+            dir.display()
+        );
+        eprintln!(
+            "skipping: {} has no tok512.bin (set TEMPRA_SHARED_DIR)",
+            dir.display()
+        );
+        return;
+    }
+    let tok = dir.join("tok512.bin");
+    let tok = tok.to_str().unwrap();
+    let ckpt = dir.join("stories260K.bin");
+    let ckpt = ckpt.to_str().unwrap();
+    let d = Path::new(".");
+    assert_eq!(
+        stdout_of(tempra(
+            d,
+            &["tokenize", "-m", tok, "-p", "Once upon a time"]
+        )),
+        "1 403 407 261 378\n"
+    );
+    let with_model = tempra(
+        d,
+        &[
+            "tokenize",
+            "-m",
+            ckpt,
+            "--tokenizer",
+            tok,
+            "-p",
+            "Once upon a time",
+            "--json",
+        ],
+    );
+    assert_eq!(stdout_of(with_model), "[1,403,407,261,378]\n");
+    assert_eq!(
+        stdout_of(tempra(
+            d,
+            &["detokenize", "-m", tok, "--ids", "1,403,407,261,378"]
+        )),
+        "Once upon a time"
+    );
+}
