@@ -134,3 +134,41 @@ pub(crate) fn sum_to_shape(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use tempra_tensor::{DType, ExecContext, Shape};
+
+    use super::sum_to_shape;
+    use crate::error::AutogradError;
+
+    #[test]
+    fn sum_to_shape_reduces_leading_and_broadcast_dims() {
+        let ctx = ExecContext::reference();
+        let g = ctx
+            .arange(0.0, 24.0, 1.0, DType::F32)
+            .unwrap()
+            .reshape(&[2, 3, 4])
+            .unwrap();
+        let to = |dims: &[usize]| sum_to_shape(&ctx, "t", g.clone(), &Shape::new(dims).unwrap());
+        assert_eq!(
+            to(&[4]).unwrap().to_vec_f32().unwrap(),
+            [60.0, 66.0, 72.0, 78.0]
+        );
+        assert_eq!(
+            to(&[3, 1]).unwrap().to_vec_f32().unwrap(),
+            [60.0, 92.0, 124.0]
+        );
+        assert_eq!(to(&[2, 3, 4]).unwrap().dims(), [2, 3, 4]);
+        assert_eq!(to(&[1, 1, 1]).unwrap().to_vec_f32().unwrap(), [276.0]);
+        let err = to(&[2, 4]).unwrap_err();
+        assert!(
+            matches!(err, AutogradError::GradientShape { op: "t", .. }),
+            "{err}"
+        );
+        assert!(matches!(
+            to(&[1, 2, 3, 4]),
+            Err(AutogradError::GradientShape { .. })
+        ));
+    }
+}

@@ -118,3 +118,36 @@ pub(crate) fn record(
         node: Some(Arc::new(node)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use tempra_tensor::Shape;
+
+    use super::Node;
+    use crate::var::VarId;
+
+    #[test]
+    fn a_million_node_chain_drops_without_recursion() {
+        let mut last = Arc::new(Node::leaf(Shape::SCALAR));
+        for _ in 0..1_000_000 {
+            let node = Node {
+                id: VarId::fresh(),
+                op: "chain",
+                shape: Shape::SCALAR,
+                parents: vec![Some(last), None],
+                rule: Mutex::new(None),
+            };
+            last = Arc::new(node);
+        }
+        drop(last);
+    }
+
+    #[test]
+    fn ids_are_unique() {
+        let (a, b) = (VarId::fresh(), VarId::fresh());
+        assert_ne!(a, b);
+        assert!(b > a);
+    }
+}

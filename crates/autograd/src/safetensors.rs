@@ -261,3 +261,27 @@ fn parse_entry(name: &str, entry: &Value, data_len: usize) -> std::result::Resul
         end,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use tempra_tensor::DType;
+
+    use super::{dtype_from_name, dtype_name};
+
+    #[test]
+    fn dtype_names_round_trip_and_blocks_have_none() {
+        for dtype in [
+            DType::F64,
+            DType::F32,
+            DType::F16,
+            DType::BF16,
+            DType::I32,
+            DType::U32,
+            DType::U8,
+        ] {
+            assert_eq!(dtype_name(dtype).and_then(dtype_from_name), Some(dtype));
+        }
+        assert_eq!(dtype_name(DType::Q4_0), None);
+        assert_eq!(dtype_from_name("I64"), None);
+    }
+}

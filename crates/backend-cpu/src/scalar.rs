@@ -25,6 +25,16 @@ impl Simd for Scalar {
         dst[0] = v;
     }
     #[inline(always)]
+    unsafe fn load_ptr(self, src: *const f32) -> f32 {
+        // SAFETY: the caller guarantees one readable f32 (see the trait).
+        unsafe { src.read_unaligned() }
+    }
+    #[inline(always)]
+    unsafe fn load_f16_ptr(self, src: *const u16) -> f32 {
+        // SAFETY: the caller guarantees one readable u16 (see the trait).
+        half::f16::from_bits(unsafe { src.read_unaligned() }).to_f32()
+    }
+    #[inline(always)]
     fn load_f16(self, src: &[u16]) -> f32 {
         half::f16::from_bits(src[0]).to_f32()
     }

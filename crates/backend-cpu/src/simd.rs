@@ -27,6 +27,18 @@ pub(crate) trait Simd: Copy + Send + Sync + 'static {
     fn load(self, src: &[f32]) -> Self::V;
     /// Writes the vector to the first `LANES` values of `dst`.
     fn store(self, dst: &mut [f32], v: Self::V);
+    /// `LANES` f32 from `src`, without a bounds check (hot attention loops).
+    ///
+    /// # Safety
+    ///
+    /// `src..src + LANES` must be readable f32s.
+    unsafe fn load_ptr(self, src: *const f32) -> Self::V;
+    /// `LANES` f16 (raw bits) from `src` as f32, without a bounds check.
+    ///
+    /// # Safety
+    ///
+    /// `src..src + LANES` must be readable u16s.
+    unsafe fn load_f16_ptr(self, src: *const u16) -> Self::V;
     /// The first `LANES` f16 (as raw bits) of `src`, converted exactly.
     fn load_f16(self, src: &[u16]) -> Self::V;
     /// Writes the vector as f16 (round to nearest even) to the first `LANES` of `dst`.
@@ -123,6 +135,12 @@ pub(crate) trait Simd: Copy + Send + Sync + 'static {
 pub(crate) trait Lane: bytemuck::Pod + Send + Sync {
     /// The first `LANES` values of `src` as f32.
     fn load<S: Simd>(s: S, src: &[Self]) -> S::V;
+    /// `LANES` values from `src` as f32, without a bounds check.
+    ///
+    /// # Safety
+    ///
+    /// `src..src + LANES` must be readable values.
+    unsafe fn load_ptr<S: Simd>(s: S, src: *const Self) -> S::V;
     /// The `src.len() < LANES` values of `src` as f32, the other lanes `fill`.
     fn load_partial<S: Simd>(s: S, src: &[Self], fill: f32) -> S::V;
     /// One value as f32.
@@ -133,6 +151,11 @@ impl Lane for f32 {
     #[inline(always)]
     fn load<S: Simd>(s: S, src: &[f32]) -> S::V {
         s.load(src)
+    }
+    #[inline(always)]
+    unsafe fn load_ptr<S: Simd>(s: S, src: *const f32) -> S::V {
+        // SAFETY: forwarded contract.
+        unsafe { s.load_ptr(src) }
     }
     #[inline(always)]
     fn load_partial<S: Simd>(s: S, src: &[f32], fill: f32) -> S::V {
@@ -150,6 +173,11 @@ impl Lane for half::f16 {
         s.load_f16(bytemuck::cast_slice(src))
     }
     #[inline(always)]
+    unsafe fn load_ptr<S: Simd>(s: S, src: *const half::f16) -> S::V {
+        // SAFETY: forwarded contract; f16 and u16 have the same layout.
+        unsafe { s.load_f16_ptr(src.cast()) }
+    }
+    #[inline(always)]
     fn load_partial<S: Simd>(s: S, src: &[half::f16], fill: f32) -> S::V {
         let mut buf = [half::f16::from_f32(fill); 16];
         buf[..src.len()].copy_from_slice(src);
@@ -165,6 +193,11 @@ impl Lane for half::bf16 {
     #[inline(always)]
     fn load<S: Simd>(s: S, src: &[half::bf16]) -> S::V {
         s.load_bf16(bytemuck::cast_slice(src))
+    }
+    #[inline(always)]
+    unsafe fn load_ptr<S: Simd>(s: S, src: *const half::bf16) -> S::V {
+        // SAFETY: forwarded contract; `S::LANES` values are readable.
+        s.load_bf16(unsafe { std::slice::from_raw_parts(src.cast::<u16>(), S::LANES) })
     }
     #[inline(always)]
     fn load_partial<S: Simd>(s: S, src: &[half::bf16], fill: f32) -> S::V {

@@ -144,7 +144,7 @@ impl Memory for DeviceMemory {
 
     /// Ready once the last submission that used the block has completed.
     fn is_ready(&self, block: &DeviceBlock) -> bool {
-        let _ = block; true // TEMP
+        self.tracker.is_done(block.last_use())
     }
 }
 

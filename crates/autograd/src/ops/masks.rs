@@ -52,3 +52,35 @@ pub(crate) fn scalar_minus(c: &ExecContext, s: f64, t: &Tensor) -> Result<Tensor
     let neg = c.neg(t)?;
     Ok(c.add_scalar(&neg, s)?)
 }
+
+#[cfg(test)]
+mod tests {
+    use tempra_tensor::ExecContext;
+
+    use super::{positive, sign};
+
+    #[test]
+    fn masks_are_exact_outside_the_subnormals() {
+        let ctx = ExecContext::reference();
+        let v32 = [-3.0f32, -1e-30, 0.0, -0.0, 1e-30, 2.0, f32::MIN_POSITIVE];
+        let t = ctx.from_slice(&v32, &[7]).unwrap();
+        assert_eq!(
+            positive(&ctx, &t).unwrap().to_vec_f32().unwrap(),
+            [0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0]
+        );
+        assert_eq!(
+            sign(&ctx, &t).unwrap().to_vec_f32().unwrap(),
+            [-1.0, -1.0, 0.0, 0.0, 1.0, 1.0, 1.0]
+        );
+        let v64 = [-1e-300f64, 0.0, 1e-300, 5.0];
+        let t = ctx.from_slice(&v64, &[4]).unwrap();
+        assert_eq!(
+            positive(&ctx, &t).unwrap().to_vec_f64().unwrap(),
+            [0.0, 0.0, 1.0, 1.0]
+        );
+        assert_eq!(
+            sign(&ctx, &t).unwrap().to_vec_f64().unwrap(),
+            [-1.0, 0.0, 1.0, 1.0]
+        );
+    }
+}

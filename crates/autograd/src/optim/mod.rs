@@ -1,4 +1,4 @@
-//! Optimizers over a [`ParamStore`](crate::ParamStore): SGD with momentum, AdamW, a
+//! Optimizers over a [`ParamStore`]: SGD with momentum, AdamW, a
 //! warmup + cosine learning-rate schedule and gradient clipping by global norm.
 //!
 //! Updates run through the facade (any backend) and write parameters and optimizer

@@ -17,6 +17,7 @@
 //! column (or row) ranges; each task packs its own panels into one pool scratch lease
 //! (`(MC + MR) · KC + (NC + NR) · KC` f32s, about 0.6 MiB with the AVX2 blocking).
 
+mod dequant;
 pub(crate) mod gemv;
 mod kernel_avx2;
 mod kernel_scalar;

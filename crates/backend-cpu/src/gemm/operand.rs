@@ -90,9 +90,7 @@ impl<'a> MatRef<'a> {
                 debug_assert!(stride == 1 && first % bl == 0 && n % bl == 0);
                 let start = (base_block + first / bl) * dtype.block_bytes();
                 let src = &bytes[start..start + n / bl * dtype.block_bytes()];
-                if tempra_tensor::quant::dequantize_row(dtype, src, out).is_err() {
-                    out.fill(f32::NAN);
-                }
+                super::dequant::dequantize_blocks(dtype, src, out);
             }
         }
     }

@@ -189,19 +189,33 @@ fn attend<S: Simd, K: Lane, V: Lane>(
     }
 }
 
-/// Scores of `R` query rows (each `dp` values apart in `q`) against one key row:
-/// `scores[r·BLOCK] = q_r · krow`. Returns `R`.
+/// Scores of `R` query rows (each `dp` values apart in `q`, zero padded) against one key
+/// row: `scores[r·BLOCK] = q_r · krow`. Returns `R`.
 #[inline(always)]
 fn dots<S: Simd, K: Lane, const R: usize>(s: S, q: &[f32], dp: usize, krow: &[K], scores: &mut [f32]) -> usize {
     let d = krow.len();
+    assert!(d <= dp && dp % S::LANES == 0 && q.len() >= R * dp && scores.len() > (R - 1) * BLOCK);
+    let full = d - d % S::LANES;
+    let (qp, kp) = (q.as_ptr(), krow.as_ptr());
     let mut acc = [s.splat(0.0); R];
     let mut c = 0;
-    while c < d {
-        let kv = if c + S::LANES <= d { K::load(s, &krow[c..]) } else { K::load_partial(s, &krow[c..], 0.0) };
+    while c < full {
+        // SAFETY: `c + LANES <= full <= d = krow.len()`, and for every row
+        // `r·dp + c + LANES <= r·dp + d <= R·dp <= q.len()` (asserted above).
+        let kv = unsafe { K::load_ptr(s, kp.add(c)) };
         for (r, a) in acc.iter_mut().enumerate() {
-            *a = s.mul_add(s.load(&q[r * dp + c..]), kv, *a);
+            // SAFETY: see above.
+            *a = s.mul_add(unsafe { s.load_ptr(qp.add(r * dp + c)) }, kv, *a);
         }
         c += S::LANES;
+    }
+    if full < d {
+        // The tail: K padded with zeros; q rows are zero padded up to `dp`, a multiple of
+        // the lane count above `full`.
+        let kv = K::load_partial(s, &krow[full..], 0.0);
+        for (r, a) in acc.iter_mut().enumerate() {
+            *a = s.mul_add(s.load(&q[r * dp + full..]), kv, *a);
+        }
     }
     for (r, a) in acc.iter().enumerate() {
         scores[r * BLOCK] = s.reduce_add(*a);
@@ -223,24 +237,52 @@ fn accumulate<S: Simd, V: Lane, const R: usize>(
     dvp: usize,
 ) -> usize {
     let dv = vr.dim;
+    if nb == 0 {
+        return R;
+    }
+    assert!(nb <= BLOCK && p.len() >= (R - 1) * BLOCK + nb && acc.len() >= R * dvp && dv <= dvp);
+    // Every value row of the block lies inside `v`: rows are `stride` apart, so checking
+    // the last one covers them all.
+    let last = vr.base + (j0 + nb - 1) * vr.stride;
+    assert!(last + dv <= v.len());
+    let full = dv - dv % S::LANES;
+    let (vp, pp) = (v.as_ptr(), p.as_ptr());
     let mut c = 0;
-    while c < dv {
-        let full = c + S::LANES <= dv;
+    while c < full {
         let mut regs = [s.splat(0.0); R];
         for (r, reg) in regs.iter_mut().enumerate() {
             *reg = s.load(&acc[r * dvp + c..]);
         }
         for jj in 0..nb {
-            let start = vr.base + (j0 + jj) * vr.stride + c;
-            let vv = if full { V::load(s, &v[start..]) } else { V::load_partial(s, &v[start..start + dv - c], 0.0) };
+            // SAFETY: row `j0 + jj` starts at or before `last`, and `c + LANES <= dv`, so
+            // the LANES values read lie below `last + dv <= v.len()` (asserted above).
+            let vv = unsafe { V::load_ptr(s, vp.add(vr.base + (j0 + jj) * vr.stride + c)) };
             for (r, reg) in regs.iter_mut().enumerate() {
-                *reg = s.mul_add(s.splat(p[r * BLOCK + jj]), vv, *reg);
+                // SAFETY: `r·BLOCK + jj < (R - 1)·BLOCK + nb <= p.len()` (asserted above).
+                let w = unsafe { *pp.add(r * BLOCK + jj) };
+                *reg = s.mul_add(s.splat(w), vv, *reg);
             }
         }
         for (r, reg) in regs.iter().enumerate() {
             s.store(&mut acc[r * dvp + c..], *reg);
         }
         c += S::LANES;
+    }
+    if full < dv {
+        let mut regs = [s.splat(0.0); R];
+        for (r, reg) in regs.iter_mut().enumerate() {
+            *reg = s.load(&acc[r * dvp + full..]);
+        }
+        for jj in 0..nb {
+            let start = vr.base + (j0 + jj) * vr.stride + full;
+            let vv = V::load_partial(s, &v[start..start + dv - full], 0.0);
+            for (r, reg) in regs.iter_mut().enumerate() {
+                *reg = s.mul_add(s.splat(p[r * BLOCK + jj]), vv, *reg);
+            }
+        }
+        for (r, reg) in regs.iter().enumerate() {
+            s.store(&mut acc[r * dvp + full..], *reg);
+        }
     }
     R
 }

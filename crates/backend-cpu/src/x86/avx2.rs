@@ -48,6 +48,16 @@ impl Simd for Avx2 {
         unsafe { _mm256_storeu_ps(dst.as_mut_ptr(), v) }
     }
     #[inline(always)]
+    unsafe fn load_ptr(self, src: *const f32) -> __m256 {
+        // SAFETY: the caller guarantees 8 readable f32 (see the trait).
+        unsafe { _mm256_loadu_ps(src) }
+    }
+    #[inline(always)]
+    unsafe fn load_f16_ptr(self, src: *const u16) -> __m256 {
+        // SAFETY: the caller guarantees 8 readable u16 (see the trait).
+        unsafe { _mm256_cvtph_ps(_mm_loadu_si128(src.cast())) }
+    }
+    #[inline(always)]
     fn load_f16(self, src: &[u16]) -> __m256 {
         let src = &src[..8];
         unsafe { _mm256_cvtph_ps(_mm_loadu_si128(src.as_ptr().cast())) }

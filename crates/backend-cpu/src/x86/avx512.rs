@@ -48,6 +48,16 @@ impl Simd for Avx512 {
         unsafe { _mm512_storeu_ps(dst.as_mut_ptr(), v) }
     }
     #[inline(always)]
+    unsafe fn load_ptr(self, src: *const f32) -> __m512 {
+        // SAFETY: the caller guarantees 16 readable f32 (see the trait).
+        unsafe { _mm512_loadu_ps(src) }
+    }
+    #[inline(always)]
+    unsafe fn load_f16_ptr(self, src: *const u16) -> __m512 {
+        // SAFETY: the caller guarantees 16 readable u16 (see the trait).
+        unsafe { _mm512_cvtph_ps(_mm256_loadu_si256(src.cast())) }
+    }
+    #[inline(always)]
     fn load_f16(self, src: &[u16]) -> __m512 {
         let src = &src[..16];
         unsafe { _mm512_cvtph_ps(_mm256_loadu_si256(src.as_ptr().cast())) }

@@ -2,10 +2,12 @@
 
 mod convert;
 mod detokenize;
+mod engine_args;
 mod info;
 mod model_arg;
 mod output_file;
 mod quantize;
+mod run;
 mod tokenize;
 mod vocab_source;
 
@@ -23,6 +25,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Generate text from a prompt.
+    Run(run::RunArgs),
     /// Show a model's architecture, hyperparameters, vocabulary and tensors.
     Info(info::InfoArgs),
     /// Write a model (e.g. a llama2.c checkpoint with --tokenizer) as GGUF.
@@ -50,6 +54,7 @@ pub(crate) fn run() -> ExitCode {
         }
     };
     let result: anyhow::Result<()> = match cli.command {
+        Command::Run(args) => run::run(args),
         Command::Info(args) => info::run(args),
         Command::Convert(args) => convert::run(args),
         Command::Quantize(args) => quantize::run(args),

@@ -135,12 +135,13 @@ impl Llama2cConfig {
         self.n_kv_heads * self.head_size()
     }
 
-    /// The weights as GGUF-named tensors with absolute offsets into the checkpoint, in
-    /// GGUF order (token embedding, each block, output norm, classifier if not shared),
-    /// plus the exact file size the header implies.
+    /// The weights of a checkpoint of `file_len` bytes as GGUF-named tensors with
+    /// absolute offsets into it, in GGUF order (token embedding, each block, output
+    /// norm, classifier if not shared).
     ///
-    /// Errors: a size that overflows.
-    pub fn tensor_infos(&self) -> Result<(Vec<TensorInfo>, u64)> {
+    /// Errors: sizes that overflow, or a `file_len` other than the exact size the header
+    /// implies (checked before the list, whose length the header sets, is built).
+    pub fn tensor_infos(&self, file_len: u64) -> Result<Vec<TensorInfo>> {
         let overflow = || err(0, "the weight sizes the header implies overflow");
         let (d, h, l, kv) = (self.dim, self.hidden_dim, self.n_layers, self.kv_dim());
         let mul = |a: usize, b: usize| a.checked_mul(b).ok_or_else(overflow);
@@ -175,7 +176,12 @@ impl Llama2cConfig {
         if !self.shared_classifier {
             advance("wcls", mul(self.vocab_size, d)?)?;
         }
-        let file_size = offset;
+        if file_len != offset {
+            return Err(err(
+                file_len.min(offset) as usize,
+                format!("the file is {file_len} bytes but its header ({self:?}) implies {offset}"),
+            ));
+        }
 
         let f32_info = |name: String, dims: &[usize], offset: u64| -> Result<TensorInfo> {
             let shape = Shape::new(dims)?;
@@ -221,7 +227,7 @@ impl Llama2cConfig {
                 starts["wcls"],
             )?);
         }
-        Ok((infos, file_size))
+        Ok(infos)
     }
 }
 
@@ -240,8 +246,13 @@ mod tests {
             (c.head_size(), c.kv_dim(), c.shared_classifier),
             (8, 32, true)
         );
-        let (infos, size) = c.tensor_infos().unwrap();
-        assert_eq!(size, 1_056_540);
+        let infos = c.tensor_infos(1_056_540).unwrap();
+        assert!(
+            c.tensor_infos(1_056_539)
+                .unwrap_err()
+                .to_string()
+                .contains("implies 1056540")
+        );
         assert_eq!(infos.len(), 1 + 5 * 9 + 1);
         assert_eq!(infos[2].name(), "blk.0.attn_q.weight");
         assert_eq!(infos[2].shape().dims(), &[64, 64]);
@@ -270,6 +281,12 @@ mod tests {
             i32::MAX,
         ]))
         .unwrap();
-        let _ = big.tensor_infos(); // an error or a (huge) size, never a panic
+        assert!(
+            big.tensor_infos(1 << 20).is_err(),
+            "overflow or size mismatch, never a panic"
+        );
+        // Billions of layers of tiny tensors: rejected by size before any list is built.
+        let many = Llama2cConfig::parse(&header([2, 1, i32::MAX, 1, 1, 1, 1])).unwrap();
+        assert!(many.tensor_infos(1 << 20).is_err());
     }
 }

@@ -23,7 +23,7 @@ pub use vocab::{BOS_ID, EOS_ID, Llama2cVocab, UNK_ID};
 
 use std::path::Path;
 
-use crate::error::{LlmError, Result};
+use crate::error::Result;
 use crate::gguf::{Metadata, keys};
 use crate::model_file::{ModelFile, ModelFormat, map_file};
 
@@ -62,22 +62,12 @@ pub fn metadata(config: &Llama2cConfig, vocab: &Llama2cVocab, name: &str) -> Met
 ///
 /// Errors: a header with non-positive or inconsistent sizes, a file whose length is not
 /// exactly what the header implies, or a tokenizer file that does not hold exactly
-/// `vocab_size` tokens is an [`LlmError::Llama2c`] naming the byte offset.
+/// `vocab_size` tokens is an [`crate::LlmError::Llama2c`] naming the byte offset.
 pub fn open(checkpoint: &Path, tokenizer: &Path) -> Result<ModelFile> {
     let bytes = map_file(checkpoint)?;
     let data = (*bytes).as_ref();
     let config = Llama2cConfig::parse(data)?;
-    let (tensors, expected) = config.tensor_infos()?;
-    if data.len() as u64 != expected {
-        return Err(LlmError::Llama2c {
-            file: "checkpoint",
-            offset: data.len().min(expected as usize) as u64,
-            what: format!(
-                "the file is {} bytes but its header ({config:?}) implies {expected}",
-                data.len()
-            ),
-        });
-    }
+    let tensors = config.tensor_infos(data.len() as u64)?;
     let vocab = Llama2cVocab::open(tokenizer, config.vocab_size)?;
     let name = checkpoint
         .file_stem()

@@ -38,7 +38,11 @@ pub struct Llama2cVocab {
 }
 
 fn err(offset: usize, what: impl Into<String>) -> LlmError {
-    LlmError::Llama2c { file: "tokenizer", offset: offset as u64, what: what.into() }
+    LlmError::Llama2c {
+        file: "tokenizer",
+        offset: offset as u64,
+        what: what.into(),
+    }
 }
 
 impl Llama2cVocab {
@@ -53,11 +57,15 @@ impl Llama2cVocab {
             Ok([b[0], b[1], b[2], b[3]])
         };
         let max_len = i32::from_le_bytes(take4(&mut pos, "the header")?);
-        let max_token_length = u32::try_from(max_len).map_err(|_| err(0, format!("max_token_length is {max_len}")))?;
+        let max_token_length =
+            u32::try_from(max_len).map_err(|_| err(0, format!("max_token_length is {max_len}")))?;
         // Each piece takes at least 8 bytes: never reserve more than the file can hold.
         let cap = vocab_size.min(bytes.len() / 8);
-        let (mut tokens, mut scores, mut token_types) =
-            (Vec::with_capacity(cap), Vec::with_capacity(cap), Vec::with_capacity(cap));
+        let (mut tokens, mut scores, mut token_types) = (
+            Vec::with_capacity(cap),
+            Vec::with_capacity(cap),
+            Vec::with_capacity(cap),
+        );
         for id in 0..vocab_size {
             let at = pos;
             let what = format!("token {id}");
@@ -67,9 +75,12 @@ impl Llama2cVocab {
                 .ok()
                 .filter(|&l| l <= MAX_PIECE_LEN)
                 .ok_or_else(|| err(at + 4, format!("token {id} has length {len}")))?;
-            let piece = bytes
-                .get(pos..pos + len)
-                .ok_or_else(|| err(pos, format!("the file ends inside token {id} ({len} bytes)")))?;
+            let piece = bytes.get(pos..pos + len).ok_or_else(|| {
+                err(
+                    pos,
+                    format!("the file ends inside token {id} ({len} bytes)"),
+                )
+            })?;
             pos += len;
             let (text, ty) = gguf_piece(id as u32, piece);
             tokens.push(text);
@@ -77,14 +88,28 @@ impl Llama2cVocab {
             token_types.push(ty);
         }
         if pos != bytes.len() {
-            return Err(err(pos, format!("{} bytes follow the {vocab_size} tokens the model expects", bytes.len() - pos)));
+            return Err(err(
+                pos,
+                format!(
+                    "{} bytes follow the {vocab_size} tokens the model expects",
+                    bytes.len() - pos
+                ),
+            ));
         }
-        Ok(Llama2cVocab { max_token_length, tokens, scores, token_types })
+        Ok(Llama2cVocab {
+            max_token_length,
+            tokens,
+            scores,
+            token_types,
+        })
     }
 
     /// Reads and parses a tokenizer file.
     pub fn open(path: &std::path::Path, vocab_size: usize) -> Result<Llama2cVocab> {
-        let bytes = std::fs::read(path).map_err(|source| LlmError::Io { path: path.display().to_string(), source })?;
+        let bytes = std::fs::read(path).map_err(|source| LlmError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
         Self::parse(&bytes, vocab_size)
     }
 
@@ -105,7 +130,10 @@ impl Llama2cVocab {
         md.set(keys::TOKENIZER_MODEL, "llama");
         md.set(keys::TOKENIZER_TOKENS, Array::String(self.tokens.clone()));
         md.set(keys::TOKENIZER_SCORES, Array::F32(self.scores.clone()));
-        md.set(keys::TOKENIZER_TOKEN_TYPE, Array::I32(self.token_types.iter().map(|t| t.as_i32()).collect()));
+        md.set(
+            keys::TOKENIZER_TOKEN_TYPE,
+            Array::I32(self.token_types.iter().map(|t| t.as_i32()).collect()),
+        );
         md.set(keys::TOKENIZER_UNK_ID, UNK_ID);
         md.set(keys::TOKENIZER_BOS_ID, BOS_ID);
         md.set(keys::TOKENIZER_EOS_ID, EOS_ID);
@@ -135,7 +163,10 @@ fn gguf_piece(id: u32, piece: &[u8]) -> (Vec<u8>, TokenType) {
 
 /// Whether `piece` is `<0xHH>` with two hex digits.
 fn is_byte_piece(piece: &[u8]) -> bool {
-    piece.len() == 6 && piece.starts_with(b"<0x") && piece[5] == b'>' && piece[3..5].iter().all(u8::is_ascii_hexdigit)
+    piece.len() == 6
+        && piece.starts_with(b"<0x")
+        && piece[5] == b'>'
+        && piece[3..5].iter().all(u8::is_ascii_hexdigit)
 }
 
 #[cfg(test)]
@@ -154,13 +185,23 @@ mod tests {
 
     #[test]
     fn converts_like_llama_cpp() {
-        let bytes = file(&[(b"<unk>", 0.0), (b"\n<s>\n", 0.0), (b"\n</s>\n", 0.0), (b"<0x0A>", 0.0), (b" the", -1.5), (b"", 0.0)]);
+        let bytes = file(&[
+            (b"<unk>", 0.0),
+            (b"\n<s>\n", 0.0),
+            (b"\n</s>\n", 0.0),
+            (b"<0x0A>", 0.0),
+            (b" the", -1.5),
+            (b"", 0.0),
+        ]);
         let v = Llama2cVocab::parse(&bytes, 6).unwrap();
         assert_eq!(v.tokens[1], b"<s>");
         assert_eq!(v.tokens[4], "\u{2581}the".as_bytes());
         assert_eq!(v.scores[4], -1.5);
         use TokenType::*;
-        assert_eq!(v.token_types, [Unknown, Control, Control, Byte, Normal, Control]);
+        assert_eq!(
+            v.token_types,
+            [Unknown, Control, Control, Byte, Normal, Control]
+        );
     }
 
     #[test]

@@ -66,8 +66,18 @@ pub(crate) struct BpeScratch {
     spelled: String,
 }
 
+/// Longest word merged as one piece; longer ones (a gigabyte of one character class)
+/// are merged in pieces of this size, so that symbol indices fit `u32`.
+const MAX_WORD: usize = 1 << 30;
+
 /// Tokenizes one word (raw bytes), appending ids to `out`.
 pub(crate) fn tokenize_word(vocab: &Vocabulary, word: &[u8], scratch: &mut BpeScratch, out: &mut Vec<TokenId>) {
+    if word.len() > MAX_WORD {
+        for chunk in word.chunks(MAX_WORD) {
+            tokenize_word(vocab, chunk, scratch, out);
+        }
+        return;
+    }
     if word.is_empty() {
         return;
     }

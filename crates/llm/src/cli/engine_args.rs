@@ -1,0 +1,53 @@
+//! `EngineArgs`: the flags every command that runs a model takes (threads, context, KV
+//! type), turned into [`LoadOptions`].
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use tempra_llm::engine::{LoadOptions, Model};
+use tempra_tensor::DType;
+
+use crate::cli::model_arg::ModelArgs;
+
+/// KV cache element types on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum KvType {
+    /// Half precision (the default).
+    F16,
+    /// Single precision.
+    F32,
+}
+
+/// Model file plus engine settings.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct EngineArgs {
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
+    /// Worker threads (default: physical cores).
+    #[arg(short = 't', long, value_name = "N")]
+    pub(crate) threads: Option<usize>,
+    /// Context length (default: the model's, capped at 4096).
+    #[arg(short = 'c', long = "ctx", value_name = "N")]
+    pub(crate) ctx: Option<usize>,
+    /// KV cache element type.
+    #[arg(long = "kv-type", value_enum, default_value = "f16")]
+    pub(crate) kv_type: KvType,
+}
+
+impl EngineArgs {
+    /// Loads the model with these settings.
+    pub(crate) fn load(&self) -> anyhow::Result<Arc<Model>> {
+        let options = LoadOptions {
+            tokenizer: self.model.tokenizer.clone(),
+            threads: self.threads,
+            context_length: self.ctx,
+            kv_type: match self.kv_type {
+                KvType::F16 => DType::F16,
+                KvType::F32 => DType::F32,
+            },
+            ..LoadOptions::default()
+        };
+        let file = self.model.open()?;
+        Model::from_file(file, &options).with_context(|| self.model.model.display().to_string())
+    }
+}
