@@ -38,10 +38,13 @@ pub(crate) struct Pipeline {
     pub(crate) layout: wgpu::BindGroupLayout,
 }
 
+/// A pipeline's key: kernel name, entry point, f16 variant.
+type PipelineKey = (&'static str, &'static str, bool);
+
 /// Compiled pipelines keyed by kernel name and entry point.
 #[derive(Debug, Default)]
 pub(crate) struct PipelineCache {
-    pipelines: Mutex<HashMap<(&'static str, &'static str, bool), Arc<Pipeline>>>,
+    pipelines: Mutex<HashMap<PipelineKey, Arc<Pipeline>>>,
 }
 
 impl PipelineCache {

@@ -70,11 +70,17 @@ impl std::fmt::Debug for ModelFile {
 
 /// Memory-maps `path` read-only (an empty file gives an empty buffer).
 pub(crate) fn map_file(path: &Path) -> Result<ModelBytes> {
-    let io = |source| LlmError::Io { path: path.display().to_string(), source };
+    let io = |source| LlmError::Io {
+        path: path.display().to_string(),
+        source,
+    };
     let file = File::open(path).map_err(io)?;
     let meta = file.metadata().map_err(io)?;
     if !meta.is_file() {
-        return Err(io(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file")));
+        return Err(io(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        )));
     }
     if meta.len() == 0 {
         return Ok(Arc::new(Vec::<u8>::new()));
@@ -107,11 +113,19 @@ impl ModelFile {
             alignment: parsed.alignment,
             data_offset: parsed.data_offset,
         };
-        Ok(Self::from_parts(bytes, format, parsed.metadata, parsed.tensors))
+        Ok(Self::from_parts(
+            bytes,
+            format,
+            parsed.metadata,
+            parsed.tensors,
+        ))
     }
 
     /// Opens a llama2.c checkpoint with its tokenizer file (see [`crate::llama2c`]).
-    pub fn open_llama2c(checkpoint: impl AsRef<Path>, tokenizer: impl AsRef<Path>) -> Result<ModelFile> {
+    pub fn open_llama2c(
+        checkpoint: impl AsRef<Path>,
+        tokenizer: impl AsRef<Path>,
+    ) -> Result<ModelFile> {
         crate::llama2c::open(checkpoint.as_ref(), tokenizer.as_ref())
     }
 
@@ -123,7 +137,10 @@ impl ModelFile {
             None => Self::open(path),
             Some(tok) => {
                 let mut magic = [0u8; 4];
-                let io = |source| LlmError::Io { path: path.display().to_string(), source };
+                let io = |source| LlmError::Io {
+                    path: path.display().to_string(),
+                    source,
+                };
                 let n = File::open(path).map_err(io)?.read(&mut magic).map_err(io)?;
                 if n == 4 && &magic == MAGIC {
                     return Err(LlmError::Argument {
@@ -146,9 +163,23 @@ impl ModelFile {
         tensors: Vec<TensorInfo>,
     ) -> ModelFile {
         let len = (*bytes).as_ref().len() as u64;
-        debug_assert!(tensors.iter().all(|t| t.offset.checked_add(t.byte_len).is_some_and(|e| e <= len)));
-        let index = tensors.iter().enumerate().map(|(i, t)| (t.name().to_string(), i)).collect();
-        ModelFile { bytes, format, metadata, tensors, index }
+        debug_assert!(
+            tensors
+                .iter()
+                .all(|t| t.offset.checked_add(t.byte_len).is_some_and(|e| e <= len))
+        );
+        let index = tensors
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.name().to_string(), i))
+            .collect();
+        ModelFile {
+            bytes,
+            format,
+            metadata,
+            tensors,
+            index,
+        }
     }
 
     /// The format the file was read from.
@@ -198,7 +229,10 @@ impl ModelFile {
             .and_then(|(start, len)| bytes.get(start..start.checked_add(len)?))
             .ok_or_else(|| LlmError::TensorData {
                 name: info.name().to_string(),
-                what: format!("bytes {}+{} are outside the file", info.offset, info.byte_len),
+                what: format!(
+                    "bytes {}+{} are outside the file",
+                    info.offset, info.byte_len
+                ),
             })
     }
 
@@ -207,7 +241,9 @@ impl ModelFile {
     pub fn tensor(&self, name: &str) -> Result<Tensor> {
         let info = self
             .tensor_info(name)
-            .ok_or_else(|| LlmError::MissingTensor { name: name.to_string() })?;
+            .ok_or_else(|| LlmError::MissingTensor {
+                name: name.to_string(),
+            })?;
         self.view(info)
     }
 

@@ -51,8 +51,12 @@ pub enum BlockTensor {
 
 impl GlobalTensor {
     /// Every global tensor.
-    pub const ALL: [GlobalTensor; 4] =
-        [GlobalTensor::TokenEmbd, GlobalTensor::OutputNorm, GlobalTensor::Output, GlobalTensor::RopeFreqs];
+    pub const ALL: [GlobalTensor; 4] = [
+        GlobalTensor::TokenEmbd,
+        GlobalTensor::OutputNorm,
+        GlobalTensor::Output,
+        GlobalTensor::RopeFreqs,
+    ];
 
     /// The name stem (`token_embd`).
     pub const fn stem(self) -> &'static str {
@@ -167,7 +171,10 @@ impl TensorName {
         };
         let role = if let Some(rest) = stem.strip_prefix("blk.") {
             let (layer, tensor) = rest.split_once('.')?;
-            if layer.is_empty() || !layer.bytes().all(|b| b.is_ascii_digit()) || (layer.len() > 1 && layer.starts_with('0')) {
+            if layer.is_empty()
+                || !layer.bytes().all(|b| b.is_ascii_digit())
+                || (layer.len() > 1 && layer.starts_with('0'))
+            {
                 return None;
             }
             let layer = layer.parse().ok()?;
@@ -192,7 +199,9 @@ impl fmt::Display for TensorName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.role {
             TensorRole::Global(t) => write!(f, "{}.{}", t.stem(), self.suffix.as_str()),
-            TensorRole::Block { layer, tensor } => write!(f, "blk.{layer}.{}.{}", tensor.stem(), self.suffix.as_str()),
+            TensorRole::Block { layer, tensor } => {
+                write!(f, "blk.{layer}.{}.{}", tensor.stem(), self.suffix.as_str())
+            }
         }
     }
 }
@@ -232,7 +241,17 @@ mod tests {
 
     #[test]
     fn unknown_names_are_none() {
-        for name in ["", "weight", "blk.0.weight", "blk..attn_q.weight", "blk.01.attn_q.weight", "blk.0.attn_x.weight", "token_embd", "foo.weight", "blk.99999999999999999999999.attn_q.weight"] {
+        for name in [
+            "",
+            "weight",
+            "blk.0.weight",
+            "blk..attn_q.weight",
+            "blk.01.attn_q.weight",
+            "blk.0.attn_x.weight",
+            "token_embd",
+            "foo.weight",
+            "blk.99999999999999999999999.attn_q.weight",
+        ] {
             assert_eq!(TensorName::parse(name), None, "{name}");
         }
     }

@@ -14,9 +14,15 @@ fn sample() -> Vec<u8> {
     let mut md = Metadata::new();
     md.set("general.architecture", "llama");
     md.set("general.alignment", 32u32);
-    md.set("tokenizer.ggml.tokens", Array::String(vec![b"<unk>".to_vec(), b"a".to_vec(), b"b".to_vec()]));
+    md.set(
+        "tokenizer.ggml.tokens",
+        Array::String(vec![b"<unk>".to_vec(), b"a".to_vec(), b"b".to_vec()]),
+    );
     md.set("tokenizer.ggml.scores", Array::F32(vec![0.0, -1.0, -2.0]));
-    md.set("x.nested", Array::Array(vec![Array::U8(vec![1]), Array::Bool(vec![true])]));
+    md.set(
+        "x.nested",
+        Array::Array(vec![Array::U8(vec![1]), Array::Bool(vec![true])]),
+    );
     md.set("x.flag", Value::Bool(false));
     let specs = vec![
         TensorSpec::new("a.weight", Shape::new(&[2, 4]).unwrap(), DType::F32),
@@ -42,7 +48,9 @@ fn parse_and_touch(bytes: &[u8]) -> Result<(), LlmError> {
 }
 
 fn error_text(bytes: &[u8]) -> String {
-    parse_and_touch(bytes).expect_err("should be rejected").to_string()
+    parse_and_touch(bytes)
+        .expect_err("should be rejected")
+        .to_string()
 }
 
 #[test]
@@ -113,25 +121,40 @@ fn huge_counts_and_lengths_are_rejected_before_allocating() {
     let e = error_text(&patch(8, &huge));
     assert!(e.contains("tensor count") && e.contains("byte 8"), "{e}");
     let e = error_text(&patch(16, &huge));
-    assert!(e.contains("metadata key count") && e.contains("byte 16"), "{e}");
+    assert!(
+        e.contains("metadata key count") && e.contains("byte 16"),
+        "{e}"
+    );
     // The first key's length.
     let e = error_text(&patch(24, &huge));
-    assert!(e.contains("string length") && e.contains("metadata key #0"), "{e}");
+    assert!(
+        e.contains("string length") && e.contains("metadata key #0"),
+        "{e}"
+    );
     let e = error_text(&patch(24, &(1u64 << 12).to_le_bytes()));
-    assert!(e.contains("metadata key #0") && e.contains("truncated"), "{e}");
+    assert!(
+        e.contains("metadata key #0") && e.contains("truncated"),
+        "{e}"
+    );
 
     // The token array's count: over the limit, then under it but beyond the file.
     let key = find(&bytes, b"tokenizer.ggml.tokens");
     let count_at = key + "tokenizer.ggml.tokens".len() + 4 + 4;
     let e = error_text(&patch(count_at, &huge));
-    assert!(e.contains("tokenizer.ggml.tokens") && e.contains("array length"), "{e}");
+    assert!(
+        e.contains("tokenizer.ggml.tokens") && e.contains("array length"),
+        "{e}"
+    );
     assert!(e.contains(&format!("byte {count_at}")), "{e}");
     let e = error_text(&patch(count_at, &(1u64 << 25).to_le_bytes()));
     assert!(e.contains("cannot fit"), "{e}");
 
     // The first token's string length.
     let e = error_text(&patch(count_at + 8, &big));
-    assert!(e.contains("tokenizer.ggml.tokens") && e.contains("string length"), "{e}");
+    assert!(
+        e.contains("tokenizer.ggml.tokens") && e.contains("string length"),
+        "{e}"
+    );
 
     // Tensor `a.weight`: n_dims, a dim, the type, the offset.
     let name = find(&bytes, b"a.weight");
@@ -141,14 +164,25 @@ fn huge_counts_and_lengths_are_rejected_before_allocating() {
     let e = error_text(&patch(n_dims_at, &5u32.to_le_bytes()));
     assert!(e.contains("5 dims"), "{e}");
     let e = error_text(&patch(n_dims_at + 4, &huge));
-    assert!(e.contains("tensor `a.weight`") && e.contains("too large"), "{e}");
+    assert!(
+        e.contains("tensor `a.weight`") && e.contains("too large"),
+        "{e}"
+    );
     let e = error_text(&patch(n_dims_at + 4, &(1u64 << 62).to_le_bytes()));
-    assert!(e.contains("tensor `a.weight`") && e.contains("overflow"), "{e}");
+    assert!(
+        e.contains("tensor `a.weight`") && e.contains("overflow"),
+        "{e}"
+    );
     let e = error_text(&patch(n_dims_at + 4, &(1u64 << 20).to_le_bytes()));
     assert!(e.contains("runs past the end"), "{e}");
     let type_at = n_dims_at + 4 + 16;
     let e = error_text(&patch(type_at, &99u32.to_le_bytes()));
-    assert!(e.contains("tensor `a.weight`") && e.contains("ggml type 99") && e.contains(&format!("byte {type_at}")), "{e}");
+    assert!(
+        e.contains("tensor `a.weight`")
+            && e.contains("ggml type 99")
+            && e.contains(&format!("byte {type_at}")),
+        "{e}"
+    );
     let e = error_text(&patch(type_at + 4, &huge));
     assert!(e.contains("tensor `a.weight`"), "{e}");
     let e = error_text(&patch(type_at + 4, &8u64.to_le_bytes()));
@@ -163,14 +197,22 @@ fn bad_alignment_element_counts_and_duplicates_are_rejected() {
     let mut b = bytes.clone();
     b[value_at..value_at + 4].copy_from_slice(&48u32.to_le_bytes());
     let e = error_text(&b);
-    assert!(e.contains("general.alignment") && e.contains("power of two") && e.contains(&format!("byte {value_at}")), "{e}");
+    assert!(
+        e.contains("general.alignment")
+            && e.contains("power of two")
+            && e.contains(&format!("byte {value_at}")),
+        "{e}"
+    );
 
     // Q8_0 rows must be a multiple of 32 values.
     let name = find(&bytes, b"b.weight");
     let mut b = bytes.clone();
     b[name + 12..name + 20].copy_from_slice(&33u64.to_le_bytes());
     let e = error_text(&b);
-    assert!(e.contains("tensor `b.weight`") && e.contains("block size 32"), "{e}");
+    assert!(
+        e.contains("tensor `b.weight`") && e.contains("block size 32"),
+        "{e}"
+    );
 
     // Rename `b.weight` to `a.weight`.
     let mut b = bytes.clone();
@@ -201,12 +243,19 @@ fn headers_that_are_not_gguf_v2_or_v3() {
 #[test]
 fn nesting_is_capped() {
     fn nested(depth: u32) -> Array {
-        if depth == 1 { Array::U8(vec![7]) } else { Array::Array(vec![nested(depth - 1)]) }
+        if depth == 1 {
+            Array::U8(vec![7])
+        } else {
+            Array::Array(vec![nested(depth - 1)])
+        }
     }
     let file = |depth| {
         let mut md = Metadata::new();
         md.set("deep", nested(depth));
-        GgufWriter::new(Vec::new(), &md, vec![]).unwrap().finish().unwrap()
+        GgufWriter::new(Vec::new(), &md, vec![])
+            .unwrap()
+            .finish()
+            .unwrap()
     };
     let limits = Limits::default();
     parse_and_touch(&file(limits.max_array_depth)).unwrap();
@@ -216,7 +265,12 @@ fn nesting_is_capped() {
 
 #[test]
 fn tighter_limits_apply() {
-    let limits = Limits { max_string_len: 3, ..Limits::default() };
-    let e = ModelFile::from_gguf_bytes(Arc::new(sample()), &limits).unwrap_err().to_string();
+    let limits = Limits {
+        max_string_len: 3,
+        ..Limits::default()
+    };
+    let e = ModelFile::from_gguf_bytes(Arc::new(sample()), &limits)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("exceeds the limit of 3"), "{e}");
 }

@@ -31,7 +31,10 @@ fn all_value_types() -> Metadata {
     md.set("a.i32", Array::I32(vec![1, 3, 6]));
     md.set("a.f32", Array::F32(vec![0.5, -0.25]));
     md.set("a.bool", Array::Bool(vec![true, false, true]));
-    md.set("a.string", Array::String(vec![b"<unk>".to_vec(), vec![], "▁the".into()]));
+    md.set(
+        "a.string",
+        Array::String(vec![b"<unk>".to_vec(), vec![], "▁the".into()]),
+    );
     md.set("a.u64", Array::U64(vec![u64::MAX, 0]));
     md.set("a.i64", Array::I64(vec![-5]));
     md.set("a.f64", Array::F64(vec![1.5]));
@@ -61,10 +64,14 @@ fn tensors() -> Vec<(TensorSpec, Vec<u8>)> {
         .into_iter()
         .map(|(name, dims, dtype)| {
             let spec = TensorSpec::new(name, Shape::new(&dims).unwrap(), dtype);
-            let mut bytes: Vec<u8> = (0..spec.byte_len().unwrap()).map(|i| (i * 31 + name.len()) as u8).collect();
+            let mut bytes: Vec<u8> = (0..spec.byte_len().unwrap())
+                .map(|i| (i * 31 + name.len()) as u8)
+                .collect();
             if dtype == DType::F32 {
                 // Real floats, to check values through the zero-copy view.
-                let values: Vec<f32> = (0..spec.elem_count()).map(|i| i as f32 * 0.5 - 1.0).collect();
+                let values: Vec<f32> = (0..spec.elem_count())
+                    .map(|i| i as f32 * 0.5 - 1.0)
+                    .collect();
                 bytes = bytemuck::cast_slice(&values).to_vec();
             }
             (spec, bytes)
@@ -73,7 +80,12 @@ fn tensors() -> Vec<(TensorSpec, Vec<u8>)> {
 }
 
 fn write(md: &Metadata, tensors: &[(TensorSpec, Vec<u8>)]) -> Vec<u8> {
-    let mut w = GgufWriter::new(Vec::new(), md, tensors.iter().map(|(s, _)| s.clone()).collect()).unwrap();
+    let mut w = GgufWriter::new(
+        Vec::new(),
+        md,
+        tensors.iter().map(|(s, _)| s.clone()).collect(),
+    )
+    .unwrap();
     for (_, bytes) in tensors {
         // Two chunks per tensor: chunked writes land in the same place.
         let (a, b) = bytes.split_at(bytes.len() / 2);
@@ -91,14 +103,26 @@ fn check_round_trip(md: &Metadata, alignment: u64) {
     let tensors = tensors();
     let model = parse(write(md, &tensors));
     assert_eq!(model.metadata(), md);
-    let ModelFormat::Gguf { version, alignment: found, data_offset } = model.format() else { panic!("not GGUF") };
+    let ModelFormat::Gguf {
+        version,
+        alignment: found,
+        data_offset,
+    } = model.format()
+    else {
+        panic!("not GGUF")
+    };
     assert_eq!((version, found), (3, alignment));
     assert_eq!(data_offset % alignment, 0);
     assert_eq!(model.tensor_infos().len(), tensors.len());
     for ((spec, bytes), info) in tensors.iter().zip(model.tensor_infos()) {
         assert_eq!(&info.spec, spec);
         assert_eq!(info.offset % alignment, 0, "{} aligned", spec.name);
-        assert_eq!(model.tensor_bytes(info).unwrap(), &bytes[..], "{}", spec.name);
+        assert_eq!(
+            model.tensor_bytes(info).unwrap(),
+            &bytes[..],
+            "{}",
+            spec.name
+        );
         let t = model.tensor(&spec.name).unwrap();
         assert_eq!(t.dims(), spec.shape.dims());
         assert_eq!(t.dtype(), spec.dtype);
@@ -106,7 +130,10 @@ fn check_round_trip(md: &Metadata, alignment: u64) {
     }
     let f = model.tensor("f32.weight").unwrap().to_vec_f32().unwrap();
     assert_eq!(f[..3], [-1.0, -0.5, 0.0]);
-    assert!(matches!(model.tensor("nope"), Err(LlmError::MissingTensor { .. })));
+    assert!(matches!(
+        model.tensor("nope"),
+        Err(LlmError::MissingTensor { .. })
+    ));
 }
 
 #[test]
@@ -135,7 +162,10 @@ fn version_2_files_read() {
     let mut bytes = write(&all_value_types(), &tensors());
     bytes[4..8].copy_from_slice(&2u32.to_le_bytes());
     let model = parse(bytes);
-    assert!(matches!(model.format(), ModelFormat::Gguf { version: 2, .. }));
+    assert!(matches!(
+        model.format(),
+        ModelFormat::Gguf { version: 2, .. }
+    ));
 }
 
 #[test]
@@ -149,7 +179,10 @@ fn opens_a_file_through_the_mapping() {
     assert_eq!(t.to_vec_f32().unwrap().len(), 256);
 
     let e = ModelFile::open(dir.path().join("missing.gguf")).unwrap_err();
-    assert!(matches!(e, LlmError::Io { .. }) && e.to_string().contains("missing.gguf"), "{e}");
+    assert!(
+        matches!(e, LlmError::Io { .. }) && e.to_string().contains("missing.gguf"),
+        "{e}"
+    );
     let e = ModelFile::open(dir.path()).unwrap_err();
     assert!(e.to_string().contains("not a regular file"), "{e}");
     let empty = dir.path().join("empty.gguf");
@@ -169,7 +202,8 @@ fn vocab_only_files_have_no_tensors() {
 #[test]
 fn writer_rejects_bad_arguments() {
     let md = Metadata::new();
-    let spec = |name: &str, dims: &[usize], dtype| TensorSpec::new(name, Shape::new(dims).unwrap(), dtype);
+    let spec =
+        |name: &str, dims: &[usize], dtype| TensorSpec::new(name, Shape::new(dims).unwrap(), dtype);
     let bad = [
         vec![spec("a", &[2], DType::F32), spec("a", &[2], DType::F32)],
         vec![spec("", &[2], DType::F32)],
@@ -179,7 +213,9 @@ fn writer_rejects_bad_arguments() {
         vec![spec("u", &[4], DType::U8)],
     ];
     for specs in bad {
-        let e = GgufWriter::new(Vec::new(), &md, specs.clone()).err().unwrap();
+        let e = GgufWriter::new(Vec::new(), &md, specs.clone())
+            .err()
+            .unwrap();
         assert!(matches!(e, LlmError::Argument { .. }), "{specs:?}: {e}");
     }
     let mut md_bad = Metadata::new();

@@ -42,11 +42,20 @@ fn every_type_quantizes_a_tiny_model() {
         let plans = plan_model(&source, qtype);
         let mut seen = Vec::new();
         let mut bytes = Vec::new();
-        let summary = quantize_model(&source, qtype, &mut bytes, &mut |i, plan| seen.push((i, plan.name.clone()))).unwrap();
+        let summary = quantize_model(&source, qtype, &mut bytes, &mut |i, plan| {
+            seen.push((i, plan.name.clone()))
+        })
+        .unwrap();
         assert_eq!(summary.tensors, seen.len(), "one progress call per tensor");
-        assert_eq!(summary.fallbacks, 0, "every row of the tiny model fits every block");
+        assert_eq!(
+            summary.fallbacks, 0,
+            "every row of the tiny model fits every block"
+        );
         let out = ModelFile::from_gguf_bytes(Arc::new(bytes), &Limits::default()).unwrap();
-        assert_eq!(out.metadata().get_u32(keys::GENERAL_FILE_TYPE).unwrap(), qtype.file_type());
+        assert_eq!(
+            out.metadata().get_u32(keys::GENERAL_FILE_TYPE).unwrap(),
+            qtype.file_type()
+        );
         assert_eq!(
             out.metadata().get_str(keys::TOKENIZER_MODEL).unwrap(),
             "llama",
@@ -57,7 +66,12 @@ fn every_type_quantizes_a_tiny_model() {
             let original = source.tensor(info.name()).unwrap().to_vec_f32().unwrap();
             let restored = out.tensor(info.name()).unwrap().to_vec_f32().unwrap();
             let err = rel_rmse(&original, &restored);
-            assert!(err <= tolerance(info.dtype()), "{qtype} {} as {}: {err}", info.name(), info.dtype());
+            assert!(
+                err <= tolerance(info.dtype()),
+                "{qtype} {} as {}: {err}",
+                info.name(),
+                info.dtype()
+            );
         }
     }
 }
@@ -79,7 +93,8 @@ fn q4_k_m_mix_on_the_tiny_model() {
 
 #[test]
 fn quantized_input_is_not_requantized() {
-    let q8 = random_model(&RandomModelSpec::llama(ModelShape::TINY).with_qtype(QuantType::Q8_0)).unwrap();
+    let q8 = random_model(&RandomModelSpec::llama(ModelShape::TINY).with_qtype(QuantType::Q8_0))
+        .unwrap();
     let e = quantize_model(&q8, QuantType::Q4_0, Vec::new(), &mut |_, _| {}).unwrap_err();
     assert!(matches!(e, LlmError::TensorData { .. }), "{e}");
     assert!(e.to_string().contains("already q8_0"), "{e}");
@@ -89,10 +104,13 @@ fn quantized_input_is_not_requantized() {
 
 #[test]
 fn random_models_are_reproducible() {
-    let spec = RandomModelSpec::llama(ModelShape::parse("dim=64,layers=1,heads=2,ffn=128,vocab=300").unwrap());
+    let spec = RandomModelSpec::llama(
+        ModelShape::parse("dim=64,layers=1,heads=2,ffn=128,vocab=300").unwrap(),
+    );
     let a = tempra_llm::testing::write_random_model(&spec, Vec::new()).unwrap();
     let b = tempra_llm::testing::write_random_model(&spec, Vec::new()).unwrap();
-    let c = tempra_llm::testing::write_random_model(&spec.clone().with_seed(1), Vec::new()).unwrap();
+    let c =
+        tempra_llm::testing::write_random_model(&spec.clone().with_seed(1), Vec::new()).unwrap();
     assert_eq!(a, b);
     assert_ne!(a, c);
 }

@@ -2,7 +2,7 @@
 //! permute, squeeze, unsqueeze, select. Their gradients are views too, except narrow's
 //! and select's, which place the gradient into zeros of the input's shape.
 
-use tempra_tensor::{ExecContext, Shape, Tensor};
+use tempra_tensor::{ExecContext, Shape, Tensor, TensorError};
 
 use crate::error::Result;
 use crate::node::{record, rule};
@@ -63,8 +63,12 @@ impl Var {
     pub fn t(&self) -> Result<Var> {
         let r = self.rank();
         if r < 2 {
-            // The facade names the problem.
-            self.tensor.t()?;
+            return Err(TensorError::Rank {
+                op: "t",
+                rank: r,
+                what: "at least 2",
+            }
+            .into());
         }
         self.transpose(r - 2, r - 1)
     }

@@ -80,10 +80,10 @@ pub(crate) fn copy(ctx: &Arc<DeviceContext>, src: &Tensor, dst: &Tensor) -> Resu
     }
     let s = ctx.operand(src)?;
     let d = ctx.output(OP, dst)?;
-    if sd == dd {
-        if let (Some((s0, s1)), Some((d0, _))) = (dense_aligned(&s), dense_aligned(&d)) {
-            return ctx.record_copy(s.block(), s0, d.block(), d0, s1 - s0);
-        }
+    if sd == dd
+        && let (Some((s0, s1)), Some((d0, _))) = (dense_aligned(&s), dense_aligned(&d))
+    {
+        return ctx.record_copy(s.block(), s0, d.block(), d0, s1 - s0);
     }
     let (sw, srel) = s.bind(ctx, OP, "source")?;
     let (dw, drel) = d.bind(ctx, OP, "destination")?;
@@ -186,10 +186,10 @@ pub(crate) fn fill(ctx: &Arc<DeviceContext>, out: &Tensor, value: f64) -> Result
     }
     let d = ctx.output(OP, out)?;
     let bits = fill_bits(dtype, value);
-    if bits == 0 {
-        if let Some((start, end)) = dense_aligned(&d) {
-            return ctx.record_clear(d.block(), start, end - start);
-        }
+    if bits == 0
+        && let Some((start, end)) = dense_aligned(&d)
+    {
+        return ctx.record_clear(d.block(), start, end - start);
     }
     let (dw, drel) = d.bind(ctx, OP, "output")?;
     let n = out.elem_count();

@@ -22,7 +22,9 @@ pub(crate) struct ConvertArgs {
 pub(crate) fn run(args: ConvertArgs) -> anyhow::Result<()> {
     let model = args.model.open()?;
     let (out, writer) = OutputFile::create(&args.output)?;
-    let writer = model.write_gguf(writer).with_context(|| format!("writing {}", args.output.display()))?;
+    let writer = model
+        .write_gguf(writer)
+        .with_context(|| format!("writing {}", args.output.display()))?;
     let bytes = out.commit(writer)?;
     eprintln!(
         "wrote {}: {} tensors, {} metadata keys, {bytes} bytes",

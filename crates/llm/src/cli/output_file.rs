@@ -21,18 +21,30 @@ impl OutputFile {
         temp.push(".partial");
         let temp = PathBuf::from(temp);
         let file = File::create(&temp).with_context(|| format!("creating {}", temp.display()))?;
-        let guard = OutputFile { path: path.to_path_buf(), temp, committed: false };
+        let guard = OutputFile {
+            path: path.to_path_buf(),
+            temp,
+            committed: false,
+        };
         Ok((guard, BufWriter::with_capacity(1 << 20, file)))
     }
 
     /// Flushes `writer`, syncs, and renames the file into place; returns its size.
     pub(crate) fn commit(mut self, writer: BufWriter<File>) -> anyhow::Result<u64> {
         let context = || format!("writing {}", self.temp.display());
-        let file = writer.into_inner().map_err(|e| e.into_error()).with_context(context)?;
+        let file = writer
+            .into_inner()
+            .map_err(|e| e.into_error())
+            .with_context(context)?;
         file.sync_all().with_context(context)?;
         let size = file.metadata().with_context(context)?.len();
-        std::fs::rename(&self.temp, &self.path)
-            .with_context(|| format!("renaming {} to {}", self.temp.display(), self.path.display()))?;
+        std::fs::rename(&self.temp, &self.path).with_context(|| {
+            format!(
+                "renaming {} to {}",
+                self.temp.display(),
+                self.path.display()
+            )
+        })?;
         self.committed = true;
         Ok(size)
     }

@@ -14,7 +14,10 @@ pub(crate) struct Truncated {
 impl Truncated {
     /// A message for errors: `needs N bytes, only M left (truncated file)`.
     pub(crate) fn message(&self) -> String {
-        format!("needs {} bytes but only {} are left (truncated file?)", self.needed, self.left)
+        format!(
+            "needs {} bytes but only {} are left (truncated file?)",
+            self.needed, self.left
+        )
     }
 }
 
@@ -45,7 +48,11 @@ impl<'a> Cursor<'a> {
     pub(crate) fn take(&mut self, len: u64) -> Result<&'a [u8], Truncated> {
         let left = self.remaining();
         if len > left as u64 {
-            return Err(Truncated { offset: self.pos, needed: len, left });
+            return Err(Truncated {
+                offset: self.pos,
+                needed: len,
+                left,
+            });
         }
         let len = len as usize;
         let out = &self.bytes[self.pos..self.pos + len];
@@ -95,7 +102,14 @@ mod tests {
         assert_eq!(c.u32().unwrap(), 1);
         assert_eq!(c.pos(), 4);
         let e = c.u32().unwrap_err();
-        assert_eq!(e, Truncated { offset: 4, needed: 4, left: 1 });
+        assert_eq!(
+            e,
+            Truncated {
+                offset: 4,
+                needed: 4,
+                left: 1
+            }
+        );
         assert_eq!(c.pos(), 4, "a failed read consumes nothing");
         assert!(c.take(u64::MAX).is_err());
         assert_eq!(c.u8().unwrap(), 2);

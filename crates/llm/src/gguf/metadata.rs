@@ -98,17 +98,21 @@ impl Metadata {
     }
 
     fn require(&self, key: &str) -> Result<&Value> {
-        self.get(key).ok_or_else(|| LlmError::MissingKey { key: key.to_string() })
+        self.get(key).ok_or_else(|| LlmError::MissingKey {
+            key: key.to_string(),
+        })
     }
 
     /// The string value of `key` as UTF-8 text.
     pub fn get_str(&self, key: &str) -> Result<&str> {
         let value = self.require(key)?;
         match value {
-            Value::String(bytes) => std::str::from_utf8(bytes).map_err(|e| LlmError::InvalidValue {
-                key: key.to_string(),
-                what: format!("not valid UTF-8 ({e})"),
-            }),
+            Value::String(bytes) => {
+                std::str::from_utf8(bytes).map_err(|e| LlmError::InvalidValue {
+                    key: key.to_string(),
+                    what: format!("not valid UTF-8 ({e})"),
+                })
+            }
             other => Err(type_error(key, "a string", other)),
         }
     }
@@ -121,7 +125,9 @@ impl Metadata {
     /// An integer value of `key` (any GGUF integer type) that fits `usize`.
     pub fn get_usize(&self, key: &str) -> Result<usize> {
         let value = self.require(key)?;
-        let v = value.as_integer().ok_or_else(|| type_error(key, "an integer", value))?;
+        let v = value
+            .as_integer()
+            .ok_or_else(|| type_error(key, "an integer", value))?;
         usize::try_from(v).map_err(|_| LlmError::InvalidValue {
             key: key.to_string(),
             what: format!("{v} is not a valid count"),
@@ -136,7 +142,9 @@ impl Metadata {
     /// An integer value of `key` that fits `u32` (token ids).
     pub fn get_u32(&self, key: &str) -> Result<u32> {
         let value = self.require(key)?;
-        let v = value.as_integer().ok_or_else(|| type_error(key, "an integer", value))?;
+        let v = value
+            .as_integer()
+            .ok_or_else(|| type_error(key, "an integer", value))?;
         u32::try_from(v).map_err(|_| LlmError::InvalidValue {
             key: key.to_string(),
             what: format!("{v} does not fit u32"),
@@ -151,7 +159,9 @@ impl Metadata {
     /// A float value of `key` (`f32`, `f64`, or an integer), as `f64`.
     pub fn get_f64(&self, key: &str) -> Result<f64> {
         let value = self.require(key)?;
-        value.as_f64().ok_or_else(|| type_error(key, "a number", value))
+        value
+            .as_f64()
+            .ok_or_else(|| type_error(key, "a number", value))
     }
 
     /// A float value of `key`, or `None` when absent.
@@ -162,7 +172,9 @@ impl Metadata {
     /// The bool value of `key`.
     pub fn get_bool(&self, key: &str) -> Result<bool> {
         let value = self.require(key)?;
-        value.as_bool().ok_or_else(|| type_error(key, "a bool", value))
+        value
+            .as_bool()
+            .ok_or_else(|| type_error(key, "a bool", value))
     }
 
     /// The bool value of `key`, or `None` when absent.
@@ -173,7 +185,9 @@ impl Metadata {
     /// The array value of `key`.
     pub fn get_array(&self, key: &str) -> Result<&Array> {
         let value = self.require(key)?;
-        value.as_array().ok_or_else(|| type_error(key, "an array", value))
+        value
+            .as_array()
+            .ok_or_else(|| type_error(key, "an array", value))
     }
 
     /// The array value of `key`, or `None` when absent.
@@ -205,13 +219,25 @@ impl Metadata {
         }
     }
 
-    fn opt<'a, T>(&'a self, key: &str, get: impl FnOnce(&'a Self, &str) -> Result<T>) -> Result<Option<T>> {
-        if self.contains(key) { get(self, key).map(Some) } else { Ok(None) }
+    fn opt<'a, T>(
+        &'a self,
+        key: &str,
+        get: impl FnOnce(&'a Self, &str) -> Result<T>,
+    ) -> Result<Option<T>> {
+        if self.contains(key) {
+            get(self, key).map(Some)
+        } else {
+            Ok(None)
+        }
     }
 }
 
 fn type_error(key: &str, expected: &'static str, found: &Value) -> LlmError {
-    LlmError::KeyType { key: key.to_string(), expected, found: found.describe() }
+    LlmError::KeyType {
+        key: key.to_string(),
+        expected,
+        found: found.describe(),
+    }
 }
 
 fn array_type_error(key: &str, expected: &'static str, found: &Array) -> LlmError {
@@ -233,7 +259,10 @@ mod tests {
         md.set("b", 2u32);
         md.set("c", 3u32);
         md.set("a", 4u32);
-        assert_eq!(md.iter().map(|(k, _)| k).collect::<Vec<_>>(), ["a", "b", "c"]);
+        assert_eq!(
+            md.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            ["a", "b", "c"]
+        );
         assert_eq!(md.remove("b"), Some(Value::U32(2)));
         assert_eq!(md.get_usize("c").unwrap(), 3);
         assert_eq!(md.get_usize("a").unwrap(), 4);

@@ -397,6 +397,9 @@ mod tests {
         assert_eq!(Value::String(vec![0xff]).as_str(), None);
         assert_eq!(Value::U32(7).describe(), "u32 7");
         assert_eq!(Value::from("llama").describe(), "string \"llama\"");
-        assert_eq!(Value::from(Array::F32(vec![1.0; 3])).describe(), "array of 3 f32");
+        assert_eq!(
+            Value::from(Array::F32(vec![1.0; 3])).describe(),
+            "array of 3 f32"
+        );
     }
 }

@@ -48,7 +48,10 @@ pub struct GgufWriter<W: Write> {
 }
 
 fn io_err(source: std::io::Error) -> LlmError {
-    LlmError::Io { path: "GGUF output".into(), source }
+    LlmError::Io {
+        path: "GGUF output".into(),
+        source,
+    }
 }
 
 fn arg(what: impl Into<String>) -> LlmError {
@@ -67,7 +70,12 @@ impl<W: Write> GgufWriter<W> {
             None => DEFAULT_ALIGNMENT,
             Some(v) => match v.as_integer().and_then(|a| u64::try_from(a).ok()) {
                 Some(a) if a.is_power_of_two() => a,
-                _ => return Err(arg(format!("{KEY_ALIGNMENT} is {}, not a power of two", v.describe()))),
+                _ => {
+                    return Err(arg(format!(
+                        "{KEY_ALIGNMENT} is {}, not a power of two",
+                        v.describe()
+                    )));
+                }
             },
         };
         let mut sizes = Vec::with_capacity(tensors.len());
@@ -79,17 +87,33 @@ impl<W: Write> GgufWriter<W> {
             }
             let rank = spec.shape.rank();
             if rank == 0 || rank > MAX_TENSOR_DIMS {
-                return Err(arg(format!("tensor `{name}` has rank {rank}; GGUF allows 1 to {MAX_TENSOR_DIMS}")));
+                return Err(arg(format!(
+                    "tensor `{name}` has rank {rank}; GGUF allows 1 to {MAX_TENSOR_DIMS}"
+                )));
             }
             if spec.dtype.gguf_type_id().is_none() {
-                return Err(arg(format!("tensor `{name}`: GGUF has no type id for {}", spec.dtype)));
+                return Err(arg(format!(
+                    "tensor `{name}`: GGUF has no type id for {}",
+                    spec.dtype
+                )));
             }
             let size = spec.byte_len().ok_or_else(|| {
-                arg(format!("tensor `{name}`: shape {} does not fit {} blocks", spec.shape, spec.dtype))
+                arg(format!(
+                    "tensor `{name}`: shape {} does not fit {} blocks",
+                    spec.shape, spec.dtype
+                ))
             })?;
             sizes.push(size as u64);
         }
-        let mut w = Self { out, specs: tensors, sizes, alignment, pos: 0, current: 0, written: 0 };
+        let mut w = Self {
+            out,
+            specs: tensors,
+            sizes,
+            alignment,
+            pos: 0,
+            current: 0,
+            written: 0,
+        };
         w.header(metadata)?;
         w.skip_empty_tensors()?;
         Ok(w)

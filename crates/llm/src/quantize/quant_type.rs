@@ -118,7 +118,9 @@ impl QuantType {
 
     /// The type named `name` (case-insensitive), or `None`.
     pub fn from_name(name: &str) -> Option<QuantType> {
-        QuantType::ALL.into_iter().find(|t| t.name().eq_ignore_ascii_case(name))
+        QuantType::ALL
+            .into_iter()
+            .find(|t| t.name().eq_ignore_ascii_case(name))
     }
 }
 

@@ -7,7 +7,9 @@ use tempra_tensor::{DType, quant};
 use crate::error::{LlmError, Result};
 
 fn length_error(op: &str, dtype: DType, values: usize, bytes: usize) -> LlmError {
-    LlmError::Argument { what: format!("{op}: {values} {dtype} values do not take {bytes} bytes") }
+    LlmError::Argument {
+        what: format!("{op}: {values} {dtype} values do not take {bytes} bytes"),
+    }
 }
 
 /// Decodes `src`, whole rows of `dtype` (F32, F16, BF16, F64 or a block format), into
@@ -41,7 +43,9 @@ pub fn decode_rows(dtype: DType, src: &[u8], dst: &mut [f32]) -> Result<()> {
             }
         }
         other => {
-            return Err(LlmError::Argument { what: format!("decode_rows: {other} is not a float or block dtype") });
+            return Err(LlmError::Argument {
+                what: format!("decode_rows: {other} is not a float or block dtype"),
+            });
         }
     }
     Ok(())
@@ -74,7 +78,9 @@ pub fn encode_rows(dtype: DType, src: &[f32], dst: &mut [u8]) -> Result<()> {
             }
         }
         other => {
-            return Err(LlmError::Argument { what: format!("encode_rows: cannot encode to {other}") });
+            return Err(LlmError::Argument {
+                what: format!("encode_rows: cannot encode to {other}"),
+            });
         }
     }
     Ok(())
@@ -82,12 +88,23 @@ pub fn encode_rows(dtype: DType, src: &[f32], dst: &mut [u8]) -> Result<()> {
 
 /// [`encode_rows`] split across up to `threads` threads at row boundaries (`row_len`
 /// values per row): block quantization is the slow part of `tempra quantize`.
-pub fn encode_rows_parallel(dtype: DType, row_len: usize, src: &[f32], dst: &mut [u8], threads: usize) -> Result<()> {
+pub fn encode_rows_parallel(
+    dtype: DType,
+    row_len: usize,
+    src: &[f32],
+    dst: &mut [u8],
+    threads: usize,
+) -> Result<()> {
     let row_bytes = dtype.bytes_for(row_len).ok_or_else(|| LlmError::Argument {
         what: format!("encode_rows: a row of {row_len} values is not whole {dtype} blocks"),
     })?;
     let rows = src.len().checked_div(row_len).unwrap_or(0);
-    if threads <= 1 || rows < 2 || row_bytes == 0 || src.len() != rows * row_len || dst.len() != rows * row_bytes {
+    if threads <= 1
+        || rows < 2
+        || row_bytes == 0
+        || src.len() != rows * row_len
+        || dst.len() != rows * row_bytes
+    {
         return encode_rows(dtype, src, dst);
     }
     let per_thread = rows.div_ceil(threads.min(rows));
@@ -98,7 +115,9 @@ pub fn encode_rows_parallel(dtype: DType, row_len: usize, src: &[f32], dst: &mut
             .map(|(s, d)| scope.spawn(move || encode_rows(dtype, s, d)))
             .collect();
         workers.into_iter().try_for_each(|w| {
-            w.join().map_err(|_| LlmError::Argument { what: "a quantization worker panicked".into() })?
+            w.join().map_err(|_| LlmError::Argument {
+                what: "a quantization worker panicked".into(),
+            })?
         })
     })
 }

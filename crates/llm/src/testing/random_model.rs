@@ -35,7 +35,12 @@ pub struct RandomModelSpec {
 impl RandomModelSpec {
     /// An f32 llama model of `shape` with seed 0.
     pub fn llama(shape: ModelShape) -> Self {
-        Self { arch: Arch::Llama, shape, qtype: QuantType::F32, seed: 0 }
+        Self {
+            arch: Arch::Llama,
+            shape,
+            qtype: QuantType::F32,
+            seed: 0,
+        }
     }
 
     /// The same spec with file type `qtype`.
@@ -115,21 +120,32 @@ impl RandomModelSpec {
 pub fn write_random_model<W: Write>(spec: &RandomModelSpec, out: W) -> Result<W> {
     if spec.arch != Arch::Llama {
         return Err(LlmError::Argument {
-            what: format!("random models of architecture `{}` are not supported yet (only llama)", spec.arch),
+            what: format!(
+                "random models of architecture `{}` are not supported yet (only llama)",
+                spec.arch
+            ),
         });
     }
-    spec.shape.validate().map_err(|what| LlmError::Argument { what: format!("model shape: {what}") })?;
+    spec.shape.validate().map_err(|what| LlmError::Argument {
+        what: format!("model shape: {what}"),
+    })?;
     let metadata = spec.metadata()?;
     let f32_specs = spec.f32_tensors()?;
     let mut planner = TensorTypePlanner::new(spec.qtype, &metadata, &f32_specs);
-    let specs: Vec<TensorSpec> =
-        f32_specs.iter().map(|s| TensorSpec { dtype: planner.plan(s).to, ..s.clone() }).collect();
+    let specs: Vec<TensorSpec> = f32_specs
+        .iter()
+        .map(|s| TensorSpec {
+            dtype: planner.plan(s).to,
+            ..s.clone()
+        })
+        .collect();
     let mut writer = GgufWriter::new(out, &metadata, specs.clone())?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut values = Vec::new();
     let mut encoded = Vec::new();
     for (index, t) in specs.iter().enumerate() {
-        let mut rng = SplitMix64::new(spec.seed ^ (index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let mut rng =
+            SplitMix64::new(spec.seed ^ (index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let row_len = t.row_len();
         let is_norm = t.shape.rank() == 1;
         let half_width = (3.0 / row_len as f64).sqrt() as f32;
@@ -141,7 +157,11 @@ pub fn write_random_model<W: Write>(spec: &RandomModelSpec, out: W) -> Result<W>
             values.clear();
             values.extend((0..rows * row_len).map(|_| {
                 let u = (rng.next_u64() >> 40) as f32 * (1.0 / (1u64 << 24) as f32) * 2.0 - 1.0;
-                if is_norm { 1.0 + 0.1 * u } else { u * half_width }
+                if is_norm {
+                    1.0 + 0.1 * u
+                } else {
+                    u * half_width
+                }
             }));
             encoded.resize(rows * row_bytes, 0);
             encode_rows_parallel(t.dtype, row_len, &values, &mut encoded, threads)?;

@@ -29,12 +29,18 @@ impl SyntheticVocab {
     pub fn new(size: usize) -> Result<SyntheticVocab> {
         if size <= SPECIAL_AND_BYTE_TOKENS {
             return Err(LlmError::Argument {
-                what: format!("a vocabulary needs more than {SPECIAL_AND_BYTE_TOKENS} tokens, not {size}"),
+                what: format!(
+                    "a vocabulary needs more than {SPECIAL_AND_BYTE_TOKENS} tokens, not {size}"
+                ),
             });
         }
         let mut tokens: Vec<Vec<u8>> = Vec::with_capacity(size);
         let mut token_types = Vec::with_capacity(size);
-        for (text, ty) in [("<unk>", TokenType::Unknown), ("<s>", TokenType::Control), ("</s>", TokenType::Control)] {
+        for (text, ty) in [
+            ("<unk>", TokenType::Unknown),
+            ("<s>", TokenType::Control),
+            ("</s>", TokenType::Control),
+        ] {
             tokens.push(text.into());
             token_types.push(ty);
         }
@@ -54,7 +60,8 @@ impl SyntheticVocab {
         while pieces.len() < want {
             let stem = pieces[next].clone();
             next += 1;
-            if !(stem.starts_with('\u{2581}') || stem.starts_with(|c: char| c.is_ascii_lowercase())) {
+            if !(stem.starts_with('\u{2581}') || stem.starts_with(|c: char| c.is_ascii_lowercase()))
+            {
                 continue;
             }
             for c in LOWER.chars().take(want - pieces.len()) {
@@ -67,7 +74,11 @@ impl SyntheticVocab {
             token_types.push(TokenType::Normal);
             scores.push(-(i as f32));
         }
-        Ok(SyntheticVocab { tokens, scores, token_types })
+        Ok(SyntheticVocab {
+            tokens,
+            scores,
+            token_types,
+        })
     }
 
     /// Adds the `llama` tokenizer keys (model, tokens, scores, types, special ids,
@@ -76,7 +87,10 @@ impl SyntheticVocab {
         md.set(keys::TOKENIZER_MODEL, "llama");
         md.set(keys::TOKENIZER_TOKENS, Array::String(self.tokens.clone()));
         md.set(keys::TOKENIZER_SCORES, Array::F32(self.scores.clone()));
-        md.set(keys::TOKENIZER_TOKEN_TYPE, Array::I32(self.token_types.iter().map(|t| t.as_i32()).collect()));
+        md.set(
+            keys::TOKENIZER_TOKEN_TYPE,
+            Array::I32(self.token_types.iter().map(|t| t.as_i32()).collect()),
+        );
         md.set(keys::TOKENIZER_UNK_ID, 0u32);
         md.set(keys::TOKENIZER_BOS_ID, 1u32);
         md.set(keys::TOKENIZER_EOS_ID, 2u32);
@@ -94,7 +108,10 @@ mod tests {
     fn pieces_are_unique_and_reachable() {
         for size in [260, 384, 32000] {
             let v = SyntheticVocab::new(size).unwrap();
-            assert_eq!((v.tokens.len(), v.scores.len(), v.token_types.len()), (size, size, size));
+            assert_eq!(
+                (v.tokens.len(), v.scores.len(), v.token_types.len()),
+                (size, size, size)
+            );
             let set: HashSet<&[u8]> = v.tokens.iter().map(|t| t.as_slice()).collect();
             assert_eq!(set.len(), size, "unique");
             for t in &v.tokens[SPECIAL_AND_BYTE_TOKENS..] {
@@ -102,7 +119,10 @@ mod tests {
                 let mut chars = s.chars();
                 chars.next_back();
                 let prefix = chars.as_str();
-                assert!(prefix.is_empty() || set.contains(prefix.as_bytes()), "{s} unreachable");
+                assert!(
+                    prefix.is_empty() || set.contains(prefix.as_bytes()),
+                    "{s} unreachable"
+                );
             }
         }
         assert!(SyntheticVocab::new(259).is_err());

@@ -79,13 +79,20 @@ unsafe fn unsigned_step<const R: usize>(
     }
 }
 
-/// Runs `$step` over the blocks of a 32-value format with weight block size `$wb` and
-/// activation block size `$ab`.
+/// Runs `$body` over the blocks of a 32-value format with weight block size `$wb` and
+/// activation block size `$ab`; `$body` adds into `$acc` (`&mut [__m256; R]`), and the
+/// sums end up in `$sums`. With one row, blocks alternate between two accumulator sets:
+/// a single chain would wait out the FMA latency on every block.
 macro_rules! block_loop {
-    ($nb:expr, $w:expr, $acts:expr, $wb:expr, $ab:expr, |$wp:ident, $a:ident| $body:block) => {{
+    ($nb:expr, $w:expr, $acts:expr, $wb:expr, $ab:expr, $sums:ident, |$wp:ident, $a:ident, $acc:ident| $body:block) => {{
         // SAFETY: the caller guarantees `R` activation rows.
         let mut $a: [*const u8; R] = unsafe { rows::<R>($acts) };
-        for blk in 0..$nb {
+        let mut pair = [[_mm256_setzero_ps(); R]; 2];
+        let [even, odd] = &mut pair;
+        let mut blk = 0;
+        while blk < $nb {
+            // Odd blocks go to the second set only with one row (R is a constant here).
+            let $acc = if R == 1 && blk % 2 == 1 { &mut *odd } else { &mut *even };
             // SAFETY: block `blk < nb` of the weight row.
             let $wp = unsafe { $w.add(blk * $wb) };
             $body
@@ -93,6 +100,10 @@ macro_rules! block_loop {
                 // SAFETY: stays within (or one past) each activation row of `nb` blocks.
                 *p = unsafe { p.add($ab) };
             }
+            blk += 1;
+        }
+        for r in 0..R {
+            $sums[r] = _mm256_add_ps(pair[0][r], pair[1][r]);
         }
     }};
 }
@@ -103,11 +114,11 @@ macro_rules! block_loop {
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn dot_q4_0<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], out: &mut [f32]) {
     let mut acc = [_mm256_setzero_ps(); R];
-    block_loop!(nb, w, acts, 18, 34, |wp, a| {
+    block_loop!(nb, w, acts, 18, 34, acc, |wp, a, lane| {
         // SAFETY: an 18-byte Q4_0 block at `wp`; Q8_0 blocks at `a`.
         unsafe {
             let qx = _mm256_sub_epi8(nibbles32(wp.add(2)), _mm256_set1_epi8(8));
-            signed_step(qx, wp, &a, &mut acc);
+            signed_step(qx, wp, &a, lane);
         }
     });
     for r in 0..R {
@@ -121,13 +132,13 @@ unsafe fn dot_q4_0<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], 
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn dot_q5_0<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], out: &mut [f32]) {
     let mut acc = [_mm256_setzero_ps(); R];
-    block_loop!(nb, w, acts, 22, 34, |wp, a| {
+    block_loop!(nb, w, acts, 22, 34, acc, |wp, a, lane| {
         // SAFETY: a 22-byte Q5_0 block at `wp`; Q8_0 blocks at `a`.
         unsafe {
             // level = nibble | (bit << 4) − 16: OR 0xF0 (−16 as i8) where the bit is clear.
             let hi = _mm256_andnot_si256(bits32(wp.add(2)), _mm256_set1_epi8(0xF0u8 as i8));
             let qx = _mm256_or_si256(nibbles32(wp.add(6)), hi);
-            signed_step(qx, wp, &a, &mut acc);
+            signed_step(qx, wp, &a, lane);
         }
     });
     for r in 0..R {
@@ -141,11 +152,11 @@ unsafe fn dot_q5_0<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], 
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn dot_q8_0<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], out: &mut [f32]) {
     let mut acc = [_mm256_setzero_ps(); R];
-    block_loop!(nb, w, acts, 34, 34, |wp, a| {
+    block_loop!(nb, w, acts, 34, 34, acc, |wp, a, lane| {
         // SAFETY: a 34-byte Q8_0 block at `wp`; Q8_0 blocks at `a`.
         unsafe {
             let qx = _mm256_loadu_si256(wp.add(2) as *const __m256i);
-            signed_step(qx, wp, &a, &mut acc);
+            signed_step(qx, wp, &a, lane);
         }
     });
     for r in 0..R {
@@ -160,11 +171,11 @@ unsafe fn dot_q8_0<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], 
 unsafe fn dot_q4_1<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], out: &mut [f32]) {
     let mut acc = [_mm256_setzero_ps(); R];
     let mut mins = [0f32; R];
-    block_loop!(nb, w, acts, 20, 36, |wp, a| {
+    block_loop!(nb, w, acts, 20, 36, acc, |wp, a, lane| {
         // SAFETY: a 20-byte Q4_1 block at `wp`; Q8_1 blocks at `a`.
         unsafe {
             let qx = nibbles32(wp.add(4));
-            unsigned_step(qx, wp, fp16(wp.add(2)), &a, &mut acc, &mut mins);
+            unsigned_step(qx, wp, fp16(wp.add(2)), &a, lane, &mut mins);
         }
     });
     for r in 0..R {
@@ -179,12 +190,12 @@ unsafe fn dot_q4_1<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], 
 unsafe fn dot_q5_1<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], out: &mut [f32]) {
     let mut acc = [_mm256_setzero_ps(); R];
     let mut mins = [0f32; R];
-    block_loop!(nb, w, acts, 24, 36, |wp, a| {
+    block_loop!(nb, w, acts, 24, 36, acc, |wp, a, lane| {
         // SAFETY: a 24-byte Q5_1 block at `wp`; Q8_1 blocks at `a`.
         unsafe {
             let hi = _mm256_and_si256(bits32(wp.add(4)), _mm256_set1_epi8(0x10));
             let qx = _mm256_or_si256(nibbles32(wp.add(8)), hi);
-            unsigned_step(qx, wp, fp16(wp.add(2)), &a, &mut acc, &mut mins);
+            unsigned_step(qx, wp, fp16(wp.add(2)), &a, lane, &mut mins);
         }
     });
     for r in 0..R {
