@@ -27,6 +27,14 @@ pub trait Backend: Send + Sync + Debug {
     /// unspecified (a recycled block): kernels write every output element.
     fn allocate(&self, bytes: usize) -> Result<Storage>;
 
+    /// Zeroed storage of at least `bytes` bytes that never enters the transient pool:
+    /// session-lifetime state (parameters, optimizer moments, caches). Host backends keep
+    /// this default (an owned, aligned host block); device backends override it to make
+    /// device memory outside their pool.
+    fn allocate_persistent(&self, bytes: usize) -> Result<Storage> {
+        Storage::owned_zeroed(bytes)
+    }
+
     /// The counters of the pool outputs come from.
     fn pool_stats(&self) -> PoolStats;
 

@@ -193,3 +193,20 @@ fn mapped_and_static_storage_are_zero_copy() -> anyhow::Result<()> {
     assert!(MappedBytes::new(Arc::new(vec![0u8; 4]), 2, 4).is_err());
     Ok(())
 }
+
+#[test]
+fn persistent_tensors_stay_out_of_the_pool() -> anyhow::Result<()> {
+    let ctx = ExecContext::reference();
+    let before = ctx.pool_stats();
+    let z = ctx.zeros_persistent(&[16, 16], DType::F32)?;
+    assert!(matches!(z.storage(), Storage::Owned(_)));
+    assert_eq!(z.to_vec_f32()?, vec![0.0; 256]);
+    let t = ctx.arange(0.0, 4.0, 1.0, DType::F32)?.reshape(&[2, 2])?.t()?;
+    let p = ctx.persistent_copy(&t)?;
+    drop(t);
+    assert!(matches!(p.storage(), Storage::Owned(_)));
+    assert_eq!(p.to_vec_f32()?, [0.0, 2.0, 1.0, 3.0]);
+    let after = ctx.pool_stats();
+    assert_eq!(after.outstanding, before.outstanding, "no pool lease is held by persistent tensors");
+    Ok(())
+}

@@ -123,8 +123,8 @@ impl Optimizer for AdamW {
             let Moments { m, v } = match self.moments.remove(&vid) {
                 Some(state) => state,
                 None => Moments {
-                    m: ctx.zeros(g.dims(), g.dtype())?,
-                    v: ctx.zeros(g.dims(), g.dtype())?,
+                    m: ctx.zeros_persistent(g.dims(), g.dtype())?,
+                    v: ctx.zeros_persistent(g.dims(), g.dtype())?,
                 },
             };
             // m ← β₁(m − g) + g = β₁m + (1−β₁)g, all in m's buffer.

@@ -98,7 +98,7 @@ impl Optimizer for Sgd {
                         let v = apply(ctx, BinaryOp::Mul, v, &mu)?;
                         apply(ctx, BinaryOp::Add, v, &g)?
                     }
-                    None => ctx.add(&ctx.zeros(g.dims(), g.dtype())?, &g)?,
+                    None => ctx.persistent_copy(&g)?,
                 };
                 let step = ctx.mul_scalar(&v, lr)?;
                 self.velocity.insert(vid, v);

@@ -8,6 +8,28 @@ use crate::random::SplitMix64;
 use crate::tensor::Tensor;
 
 impl ExecContext {
+    /// A zeroed tensor of `dims` in persistent storage that never enters the transient
+    /// pool (parameters, optimizer state, caches): see [`crate::Backend::allocate_persistent`].
+    pub fn zeros_persistent(&self, dims: &[usize], dtype: DType) -> Result<Tensor> {
+        let layout = crate::Layout::contiguous(shape_for("zeros_persistent", dims)?, dtype)?;
+        let storage = self.backend.allocate_persistent(layout.bytes_spanned())?;
+        let mut out = Tensor::from_storage(storage, layout)?;
+        if !dtype.is_quantized() {
+            self.backend.fill(&mut out, 0.0)?;
+        }
+        Ok(out)
+    }
+
+    /// A contiguous copy of `t` in persistent storage (e.g. a parameter loaded from a
+    /// file or made by `randn`, moved out of the transient pool).
+    pub fn persistent_copy(&self, t: &Tensor) -> Result<Tensor> {
+        let layout = crate::Layout::contiguous(*t.shape(), t.dtype())?;
+        let storage = self.backend.allocate_persistent(layout.bytes_spanned())?;
+        let mut out = Tensor::from_storage(storage, layout)?;
+        self.backend.copy(t, &mut out)?;
+        Ok(out)
+    }
+
     /// A tensor of `dims` filled with zeros.
     pub fn zeros(&self, dims: &[usize], dtype: DType) -> Result<Tensor> {
         self.full(dims, dtype, 0.0)
