@@ -11,7 +11,8 @@
 //! `--baseline FILE` compares with a saved run and exits non-zero when a row's median
 //! time grew by more than `--threshold` percent (default 10). `--quick` runs fewer,
 //! shorter repetitions; `--filter TEXT` keeps rows whose op or dtype contains TEXT;
-//! `--out FILE` writes the JSON elsewhere.
+//! `--out FILE` writes the JSON elsewhere. `--backend gpu` runs the same cases on the GPU
+//! backend (`bench_facade_gpu`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -27,20 +28,23 @@ use tempra_tensor::{AttentionParams, DType, ExecContext, RopeConfig, RopeStyle, 
 
 use crate::machine_peaks::{self, Peaks};
 
-const USAGE: &str = "cargo xtask bench-facade [--quick] [--baseline FILE] [--threshold PCT] [--filter TEXT] [--out FILE]";
+const USAGE: &str = "cargo xtask bench-facade [--backend cpu|gpu] [--quick] [--baseline FILE] [--threshold PCT] [--filter TEXT] [--out FILE]";
 
 /// Command-line options.
-struct Options {
+pub(crate) struct Options {
+    /// `--backend gpu`: run on the GPU backend (`bench_facade_gpu`).
+    gpu: bool,
     quick: bool,
-    baseline: Option<PathBuf>,
-    threshold_pct: f64,
+    pub(crate) baseline: Option<PathBuf>,
+    pub(crate) threshold_pct: f64,
     filter: Option<String>,
-    out: PathBuf,
+    pub(crate) out: PathBuf,
 }
 
 impl Options {
     fn parse(args: &[String]) -> Result<Options> {
         let mut o = Options {
+            gpu: false,
             quick: false,
             baseline: None,
             threshold_pct: 10.0,
@@ -56,6 +60,11 @@ impl Options {
             };
             match a.as_str() {
                 "--quick" => o.quick = true,
+                "--backend" => match value("--backend")?.as_str() {
+                    "cpu" => o.gpu = false,
+                    "gpu" => o.gpu = true,
+                    other => bail!("--backend takes cpu or gpu, not `{other}`"),
+                },
                 "--baseline" => o.baseline = Some(PathBuf::from(value("--baseline")?)),
                 "--threshold" => {
                     o.threshold_pct = value("--threshold")?
@@ -77,22 +86,22 @@ impl Options {
 
 /// What limits a row: its percentage is of the bandwidth or of the FMA peak.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Bound {
+pub(crate) enum Bound {
     Memory,
     Compute,
 }
 
 /// One measured row.
-struct Row {
-    op: &'static str,
-    shape: String,
-    dtype: String,
-    threads: usize,
-    median_ns: f64,
-    gflops: Option<f64>,
-    gbs: Option<f64>,
-    bound: Bound,
-    pct_of_peak: f64,
+pub(crate) struct Row {
+    pub(crate) op: &'static str,
+    pub(crate) shape: String,
+    pub(crate) dtype: String,
+    pub(crate) threads: usize,
+    pub(crate) median_ns: f64,
+    pub(crate) gflops: Option<f64>,
+    pub(crate) gbs: Option<f64>,
+    pub(crate) bound: Bound,
+    pub(crate) pct_of_peak: f64,
 }
 
 /// A benchmark case: what it is, its work, and the call to time.
@@ -108,6 +117,9 @@ struct Case {
 /// Runs the suite.
 pub(crate) fn bench_facade(args: &[String]) -> Result<()> {
     let o = Options::parse(args)?;
+    if o.gpu {
+        return crate::bench_facade_gpu::run(&o);
+    }
     let all = default_threads().max(1);
     let thread_counts: Vec<usize> = if all > 1 { vec![1, all] } else { vec![1] };
     println!(
@@ -138,6 +150,8 @@ pub(crate) fn bench_facade(args: &[String]) -> Result<()> {
         contexts: &contexts,
         rows: Vec::new(),
         llc: machine_peaks::llc_bytes(),
+        place: &Ok,
+        sync: &|| Ok(()),
     };
     suite.run_all()?;
     let mut rows = suite.rows;
@@ -213,11 +227,15 @@ pub(crate) fn bench_facade(args: &[String]) -> Result<()> {
 }
 
 /// The suite's state: options, one context per thread count, peaks, results.
-struct Suite<'a> {
-    o: &'a Options,
-    contexts: &'a [(usize, ExecContext)],
-    rows: Vec<Row>,
-    llc: usize,
+pub(crate) struct Suite<'a> {
+    pub(crate) o: &'a Options,
+    pub(crate) contexts: &'a [(usize, ExecContext)],
+    pub(crate) rows: Vec<Row>,
+    pub(crate) llc: usize,
+    /// Puts an input where the backend reads it (the GPU: uploaded once, untimed).
+    pub(crate) place: &'a dyn Fn(Tensor) -> Result<Tensor>,
+    /// Waits for the backend's queued work (the GPU), inside the timing.
+    pub(crate) sync: &'a dyn Fn() -> Result<()>,
 }
 
 impl Suite<'_> {
@@ -234,8 +252,12 @@ impl Suite<'_> {
         case: &Case,
         mut call: impl FnMut(&ExecContext) -> Result<()>,
     ) -> Result<()> {
+        let sync = self.sync;
         for (threads, ctx) in self.contexts {
-            let median = time_median(self.o.quick, || call(ctx))?;
+            let median = time_median(self.o.quick, || {
+                call(ctx)?;
+                sync()
+            })?;
             let secs = median.as_secs_f64();
             let gflops = case.flops.map(|f| f / secs / 1e9);
             let gbs = case.bytes.map(|b| b / secs / 1e9);
@@ -263,7 +285,7 @@ impl Suite<'_> {
         Ok(())
     }
 
-    fn run_all(&mut self) -> Result<()> {
+    pub(crate) fn run_all(&mut self) -> Result<()> {
         self.linear_cases()?;
         self.matmul_cases()?;
         self.row_op_cases()?;
@@ -296,8 +318,11 @@ impl Suite<'_> {
                 // Decode: enough weight copies to overflow the last-level cache, so the
                 // weights stream from memory as in a real model.
                 let copies = ((3 * self.llc) as f64 / w_bytes).ceil().clamp(1.0, 64.0) as usize;
-                let ws = copy_weights(&w, copies)?;
-                let x1 = Tensor::owned_from_slice(&normal(k, 1), &[1, k])?;
+                let ws = copy_weights(&w, copies)?
+                    .into_iter()
+                    .map(self.place)
+                    .collect::<Result<Vec<_>>>()?;
+                let x1 = (self.place)(Tensor::owned_from_slice(&normal(k, 1), &[1, k])?)?;
                 let mut turn = 0usize;
                 let case = Case {
                     op: "linear",
@@ -314,7 +339,8 @@ impl Suite<'_> {
                 })?;
                 drop(ws);
                 let m = 512;
-                let x = Tensor::owned_from_slice(&normal(m * k, 2), &[m, k])?;
+                let x = (self.place)(Tensor::owned_from_slice(&normal(m * k, 2), &[m, k])?)?;
+                let w = (self.place)(w)?;
                 let case = Case {
                     op: "linear",
                     shape: format!("m{m} k{k} n{n}"),
@@ -337,8 +363,8 @@ impl Suite<'_> {
             return Ok(());
         }
         for n in [1024usize, 2048] {
-            let a = Tensor::owned_from_slice(&normal(n * n, 3), &[n, n])?;
-            let b = Tensor::owned_from_slice(&normal(n * n, 4), &[n, n])?;
+            let a = (self.place)(Tensor::owned_from_slice(&normal(n * n, 3), &[n, n])?)?;
+            let b = (self.place)(Tensor::owned_from_slice(&normal(n * n, 4), &[n, n])?)?;
             let case = Case {
                 op: "matmul",
                 shape: format!("{n}x{n}x{n}"),
@@ -357,10 +383,13 @@ impl Suite<'_> {
 
     fn row_op_cases(&mut self) -> Result<()> {
         let (rows, width) = (512usize, 2048usize);
-        let x = Tensor::owned_from_slice(&normal(rows * width, 5), &[rows, width])?;
+        let x = (self.place)(Tensor::owned_from_slice(
+            &normal(rows * width, 5),
+            &[rows, width],
+        )?)?;
         let in_out = 2.0 * (rows * width * 4) as f64;
         if self.wanted("rms_norm", "f32") {
-            let w = Tensor::owned_from_slice(&normal(width, 6), &[width])?;
+            let w = (self.place)(Tensor::owned_from_slice(&normal(width, 6), &[width])?)?;
             let case = Case {
                 op: "rms_norm",
                 shape: format!("{rows}x{width}"),
@@ -392,7 +421,7 @@ impl Suite<'_> {
             let (heads, dim) = (32usize, 64usize);
             let xr = x.reshape(&[rows, heads, dim])?;
             let positions: Vec<u32> = (0..rows as u32).collect();
-            let pos = Tensor::owned_from_slice(&positions, &[rows])?;
+            let pos = (self.place)(Tensor::owned_from_slice(&positions, &[rows])?)?;
             let config = RopeConfig::new(dim, 10_000.0, RopeStyle::Neox);
             let case = Case {
                 op: "rope",
@@ -416,11 +445,20 @@ impl Suite<'_> {
         }
         let (keys, hq, hkv, d) = (2048usize, 32usize, 4usize, 64usize);
         let to_f16 = |v: Vec<f32>| v.into_iter().map(half::f16::from_f32).collect::<Vec<_>>();
-        let k = Tensor::owned_from_slice(&to_f16(normal(keys * hkv * d, 7)), &[keys, hkv, d])?;
-        let v = Tensor::owned_from_slice(&to_f16(normal(keys * hkv * d, 8)), &[keys, hkv, d])?;
+        let k = (self.place)(Tensor::owned_from_slice(
+            &to_f16(normal(keys * hkv * d, 7)),
+            &[keys, hkv, d],
+        )?)?;
+        let v = (self.place)(Tensor::owned_from_slice(
+            &to_f16(normal(keys * hkv * d, 8)),
+            &[keys, hkv, d],
+        )?)?;
         let kv_bytes = 2.0 * (keys * hkv * d * 2) as f64;
         for tq in [1usize, 512] {
-            let q = Tensor::owned_from_slice(&normal(tq * hq * d, 9), &[tq, hq, d])?;
+            let q = (self.place)(Tensor::owned_from_slice(
+                &normal(tq * hq * d, 9),
+                &[tq, hq, d],
+            )?)?;
             let params = AttentionParams::causal(d, keys - tq);
             // Visible (query, key) pairs under the causal mask.
             let pairs: usize = (0..tq).map(|i| keys - tq + i + 1).sum();
@@ -519,7 +557,7 @@ fn format_time(ns: f64) -> String {
     }
 }
 
-fn print_table(rows: &[Row]) {
+pub(crate) fn print_table(rows: &[Row]) {
     println!(
         "\n| op | shape | dtype | threads | median | GFLOP/s | GB/s | % of peak |\n|---|---|---|---:|---:|---:|---:|---:|"
     );
@@ -541,7 +579,7 @@ fn print_table(rows: &[Row]) {
 
 /// Compares with a saved run; an error when a row slowed down by more than
 /// `threshold_pct` percent.
-fn compare(path: &PathBuf, rows: &[Row], threshold_pct: f64) -> Result<()> {
+pub(crate) fn compare(path: &PathBuf, rows: &[Row], threshold_pct: f64) -> Result<()> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading baseline {}", path.display()))?;
     let base: Value = serde_json::from_str(&text)

@@ -1,6 +1,7 @@
 //! `cargo xtask <command>`: tempra's project tasks.
 
 mod bench_facade;
+mod bench_facade_gpu;
 mod machine_peaks;
 mod make_model;
 
@@ -31,7 +32,7 @@ fn main() -> Result<()> {
 
 fn print_help() {
     println!(
-        "cargo xtask <command>\n\ncommands:\n  ci          fmt check, clippy -D warnings, the test suite\n  make-model  random-weight GGUF models (see `cargo xtask make-model --help`)\n  bench-facade  facade ops at LLM shapes on the CPU backend vs the machine's peaks (see `cargo xtask bench-facade --help`)"
+        "cargo xtask <command>\n\ncommands:\n  ci          fmt check, clippy -D warnings, the test suite\n  make-model  random-weight GGUF models (see `cargo xtask make-model --help`)\n  bench-facade  facade ops at LLM shapes on the CPU (or --backend gpu) backend vs the machine's peaks (see `cargo xtask bench-facade --help`)"
     );
 }
 

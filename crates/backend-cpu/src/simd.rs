@@ -99,6 +99,12 @@ pub(crate) trait Simd: Copy + Send + Sync + 'static {
     /// The smallest lane (NaN lanes are not guaranteed to win).
     fn reduce_min(self, a: Self::V) -> f32;
 
+    /// The lane sums of eight vectors (a transposing reduction where the ISA has one).
+    #[inline(always)]
+    fn reduce_add_x8(self, v: [Self::V; 8]) -> [f32; 8] {
+        v.map(|x| self.reduce_add(x))
+    }
+
     /// The `src.len() < LANES` values of `src`, the other lanes `fill`.
     #[inline(always)]
     fn load_partial(self, src: &[f32], fill: f32) -> Self::V {

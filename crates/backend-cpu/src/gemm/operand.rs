@@ -87,7 +87,7 @@ impl<'a> MatRef<'a> {
             } => {
                 // Whole blocks along a row (the only way packing reads this variant).
                 let bl = dtype.block_len();
-                debug_assert!(stride == 1 && first % bl == 0 && n % bl == 0);
+                debug_assert!(stride == 1 && first.is_multiple_of(bl) && n.is_multiple_of(bl));
                 let start = (base_block + first / bl) * dtype.block_bytes();
                 let src = &bytes[start..start + n / bl * dtype.block_bytes()];
                 super::dequant::dequantize_blocks(dtype, src, out);

@@ -217,8 +217,15 @@ fn dots<S: Simd, K: Lane, const R: usize>(s: S, q: &[f32], dp: usize, krow: &[K]
             *a = s.mul_add(s.load(&q[r * dp + full..]), kv, *a);
         }
     }
-    for (r, a) in acc.iter().enumerate() {
-        scores[r * BLOCK] = s.reduce_add(*a);
+    if R == 8 {
+        let sums = s.reduce_add_x8(std::array::from_fn(|i| acc[i]));
+        for (r, v) in sums.into_iter().enumerate() {
+            scores[r * BLOCK] = v;
+        }
+    } else {
+        for (r, a) in acc.iter().enumerate() {
+            scores[r * BLOCK] = s.reduce_add(*a);
+        }
     }
     R
 }

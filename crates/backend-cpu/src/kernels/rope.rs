@@ -1,5 +1,6 @@
 //! Rotary embedding of one head row, in place, from precomputed cos/sin tables.
 
+use crate::math;
 use crate::simd::{Simd, simd_dispatch};
 
 /// Rotates the first `cos.len()` values of `y` in interleaved pairs `(2i, 2i+1)`.
@@ -50,7 +51,27 @@ fn rope_neox_row<S: Simd>(s: S, y: &mut [f32], cos: &[f32], sin: &[f32]) {
     }
 }
 
+/// `sin[i], cos[i] = sin angles[i], cos angles[i]` for angles in `[-π, π]`.
+#[inline(always)]
+fn sin_cos_row<S: Simd>(s: S, angles: &[f32], sin: &mut [f32], cos: &mut [f32]) {
+    let n = angles.len().min(sin.len()).min(cos.len());
+    let mut i = 0;
+    while i + S::LANES <= n {
+        let (sv, cv) = math::sin_cos(s, s.load(&angles[i..]));
+        s.store(&mut sin[i..], sv);
+        s.store(&mut cos[i..], cv);
+        i += S::LANES;
+    }
+    if i < n {
+        let (sv, cv) = math::sin_cos(s, s.load_partial(&angles[i..n], 0.0));
+        s.store_partial(&mut sin[i..n], sv);
+        s.store_partial(&mut cos[i..n], cv);
+    }
+}
+
 simd_dispatch! {
+    /// `sin`, `cos` of angles in `[-π, π]` (the rope tables).
+    pub(crate) fn sin_cos(angles: &[f32], sin: &mut [f32], cos: &mut [f32]) -> () = sin_cos_row;
     /// Interleaved rope of one row in place (per-element tables, see the kernel).
     pub(crate) fn rope_interleaved(y: &mut [f32], cos: &[f32], sin: &[f32]) -> () = rope_interleaved_row;
     /// NeoX rope of one row in place (per-pair tables).

@@ -1,8 +1,10 @@
 //! Rotary position embedding of `x [.., T, H, D]` (F32), interleaved or NeoX pairs.
 //!
-//! Angles are computed in f64 exactly as the reference does (`pos · inv_freq`, then
-//! `sin_cos`), once per position and pair, and shared by the `H` heads of that position;
-//! the rotation itself is SIMD in f32.
+//! Angles are computed in f64 as the reference does (`pos · inv_freq`) and reduced to
+//! `[-π, π]` in f64, once per position and pair; their sin/cos are SIMD f32 polynomials
+//! (error < 2e-7), shared by the `H` heads of that position; the rotation is SIMD f32.
+
+use std::f64::consts::TAU;
 
 use tempra_tensor::{DType, Result, RopeConfig, RopeStyle, Tensor};
 
@@ -63,20 +65,24 @@ pub(crate) fn rope(
     let item_len = heads * d;
     exec.workers.parallel_chunks_mut(y, item_len, min_rows(item_len + 16 * half, MIN_CHEAP / 4), |items, part| {
         let (mut cos, mut sin) = ([0f32; 2 * MAX_PAIRS], [0f32; 2 * MAX_PAIRS]);
+        let mut angles = [0f32; 2 * MAX_PAIRS];
         for (local, item) in items.clone().enumerate() {
             let t = item % t_len;
             let p = pos[pos_off + t * pos_stride] as f64;
+            // Angles in f64 as the reference computes them, reduced to [-π, π] in f64 (so
+            // large positions keep their accuracy); sin/cos in SIMD f32. Interleaved
+            // tables are per element: (-θ, θ) per pair gives (cos θ, cos θ) and
+            // (-sin θ, sin θ).
             for i in 0..half {
-                let (s, c) = (direction * p * inv_freq[i]).sin_cos();
-                let (s, c) = (s as f32, c as f32);
+                let theta = direction * p * inv_freq[i];
+                let r = (theta - TAU * (theta / TAU).round()) as f32;
                 match style {
-                    RopeStyle::Interleaved => {
-                        (cos[2 * i], cos[2 * i + 1]) = (c, c);
-                        (sin[2 * i], sin[2 * i + 1]) = (-s, s);
-                    }
-                    RopeStyle::Neox => (cos[i], sin[i]) = (c, s),
+                    RopeStyle::Interleaved => (angles[2 * i], angles[2 * i + 1]) = (-r, r),
+                    RopeStyle::Neox => angles[i] = r,
                 }
             }
+            let n = if style == RopeStyle::Interleaved { rd } else { half };
+            kernels::sin_cos(level, &angles[..n], &mut sin[..n], &mut cos[..n]);
             let rows = &mut part[local * item_len..(local + 1) * item_len];
             let mut h = 0;
             starts.for_each_run(item * heads..(item + 1) * heads, |[o], len| {

@@ -23,6 +23,24 @@ impl Avx2 {
 /// The sign bit of every lane.
 const SIGN: i32 = i32::MIN;
 
+/// `[Σ v0, Σ v1, .., Σ v7]` with a tree of horizontal adds (10 instructions instead of
+/// eight separate lane reductions).
+#[inline(always)]
+pub(crate) fn hadd_x8(v: [__m256; 8]) -> __m256 {
+    // SAFETY: only reached from code compiled for AVX (an `Avx2` or `Avx512` token).
+    unsafe {
+        let t0 = _mm256_hadd_ps(v[0], v[1]);
+        let t1 = _mm256_hadd_ps(v[2], v[3]);
+        let t2 = _mm256_hadd_ps(v[4], v[5]);
+        let t3 = _mm256_hadd_ps(v[6], v[7]);
+        let u0 = _mm256_hadd_ps(t0, t1); // [a b c d | a b c d] partial sums, low and high halves
+        let u1 = _mm256_hadd_ps(t2, t3); // [e f g h | e f g h]
+        let lo = _mm256_permute2f128_ps::<0x20>(u0, u1);
+        let hi = _mm256_permute2f128_ps::<0x31>(u0, u1);
+        _mm256_add_ps(lo, hi)
+    }
+}
+
 // SAFETY (for every `unsafe` block in this impl): an `Avx2` token exists only on a CPU
 // with AVX2, FMA and F16C (see `Avx2::new_unchecked`), so the intrinsics' target
 // features are present; every pointer access is to a slice first cut to the exact
@@ -203,6 +221,13 @@ impl Simd for Avx2 {
             let x = _mm_add_ss(x, _mm_movehdup_ps(x));
             _mm_cvtss_f32(x)
         }
+    }
+    #[inline(always)]
+    fn reduce_add_x8(self, v: [__m256; 8]) -> [f32; 8] {
+        let mut out = [0f32; 8];
+        // SAFETY: see the impl comment; `out` holds 8 f32.
+        unsafe { _mm256_storeu_ps(out.as_mut_ptr(), hadd_x8(v)) };
+        out
     }
     #[inline(always)]
     fn reduce_max(self, a: __m256) -> f32 {

@@ -200,6 +200,21 @@ impl Simd for Avx512 {
         unsafe { _mm512_reduce_add_ps(a) }
     }
     #[inline(always)]
+    fn reduce_add_x8(self, v: [__m512; 8]) -> [f32; 8] {
+        let mut out = [0f32; 8];
+        // SAFETY: see the impl comment; `out` holds 8 f32. Each vector is first folded to
+        // 256 bits (its two halves added), then reduced by the AVX2 tree.
+        unsafe {
+            let halves = v.map(|x| {
+                let lo = _mm512_castps512_ps256(x);
+                let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(x)));
+                _mm256_add_ps(lo, hi)
+            });
+            _mm256_storeu_ps(out.as_mut_ptr(), super::avx2::hadd_x8(halves));
+        }
+        out
+    }
+    #[inline(always)]
     fn reduce_max(self, a: __m512) -> f32 {
         unsafe { _mm512_reduce_max_ps(a) }
     }

@@ -60,7 +60,14 @@ impl Ord for Bigram {
 pub(crate) struct SpmScratch {
     symbols: Vec<Symbol>,
     queue: BinaryHeap<Bigram>,
+    /// `pairs[i]`: the score of the token symbol `i` forms with its successor.
+    pairs: Vec<Option<f32>>,
 }
+
+/// Segments of at most this many characters (nearly every word) are merged by scanning
+/// for the best pair, in the queue's order (highest score, then leftmost), instead of
+/// through the priority queue.
+const SCAN_LIMIT: usize = 24;
 
 /// The byte length of the UTF-8 sequence a lead byte announces (1 for a stray
 /// continuation byte), as llama.cpp's `unicode_len_utf8`.
@@ -140,25 +147,10 @@ pub(crate) fn tokenize(
         });
         offset += len;
     }
-    for i in 1..symbols.len() as u32 {
-        try_add_bigram(vocab, text, symbols, queue, i - 1, i);
-    }
-    while let Some(bigram) = queue.pop() {
-        let (l, r) = (bigram.left as usize, bigram.right as usize);
-        let (left, right) = (symbols[l], symbols[r]);
-        if left.len == 0 || right.len == 0 || left.len + right.len != bigram.len {
-            continue;
-        }
-        symbols[l].len += right.len;
-        symbols[r].len = 0;
-        symbols[l].next = right.next;
-        if right.next != NONE {
-            symbols[right.next as usize].prev = bigram.left;
-        }
-        let prev = symbols[l].prev;
-        let next = symbols[l].next;
-        try_add_bigram(vocab, text, symbols, queue, prev, bigram.left);
-        try_add_bigram(vocab, text, symbols, queue, bigram.left, next);
+    if symbols.len() <= SCAN_LIMIT {
+        merge_by_scan(vocab, text, symbols, &mut scratch.pairs);
+    } else {
+        merge_by_queue(vocab, text, symbols, queue);
     }
     let mut i = 0u32;
     while i != NONE {
@@ -175,6 +167,78 @@ pub(crate) fn tokenize(
             }
         }
         i = s.next;
+    }
+}
+
+/// The score of the token that symbol `i` and its successor form, if they form one.
+fn pair_score(vocab: &Vocabulary, text: &[u8], symbols: &[Symbol], i: u32) -> Option<f32> {
+    let s = symbols[i as usize];
+    if s.next == NONE {
+        return None;
+    }
+    let len = s.len + symbols[s.next as usize].len;
+    let id = vocab.table.find(&text[s.start as usize..(s.start + len) as usize])?;
+    Some(vocab.scores[id as usize])
+}
+
+/// Merges `right` (the successor of `left`) into `left`.
+fn merge(symbols: &mut [Symbol], left: u32, right: u32) {
+    let r = symbols[right as usize];
+    symbols[left as usize].len += r.len;
+    symbols[right as usize].len = 0;
+    symbols[left as usize].next = r.next;
+    if r.next != NONE {
+        symbols[r.next as usize].prev = left;
+    }
+}
+
+/// The merges of a short segment: repeatedly the best current pair, found by a scan.
+fn merge_by_scan(vocab: &Vocabulary, text: &[u8], symbols: &mut [Symbol], pairs: &mut Vec<Option<f32>>) {
+    if symbols.is_empty() {
+        return;
+    }
+    pairs.clear();
+    pairs.extend((0..symbols.len() as u32).map(|i| pair_score(vocab, text, symbols, i)));
+    loop {
+        let mut best: Option<(u32, f32)> = None;
+        let mut i = 0u32;
+        while i != NONE {
+            if let Some(score) = pairs[i as usize]
+                && best.is_none_or(|(_, b)| score.total_cmp(&b).is_gt())
+            {
+                best = Some((i, score));
+            }
+            i = symbols[i as usize].next;
+        }
+        let Some((left, _)) = best else { break };
+        let right = symbols[left as usize].next;
+        merge(symbols, left, right);
+        pairs[right as usize] = None;
+        pairs[left as usize] = pair_score(vocab, text, symbols, left);
+        let prev = symbols[left as usize].prev;
+        if prev != NONE {
+            pairs[prev as usize] = pair_score(vocab, text, symbols, prev);
+        }
+    }
+}
+
+/// The merges of a long segment, through the priority queue (llama.cpp's algorithm):
+/// entries made stale by an earlier merge no longer match their symbols' lengths.
+fn merge_by_queue(vocab: &Vocabulary, text: &[u8], symbols: &mut [Symbol], queue: &mut BinaryHeap<Bigram>) {
+    for i in 1..symbols.len() as u32 {
+        try_add_bigram(vocab, text, symbols, queue, i - 1, i);
+    }
+    while let Some(bigram) = queue.pop() {
+        let (l, r) = (bigram.left as usize, bigram.right as usize);
+        let (left, right) = (symbols[l], symbols[r]);
+        if left.len == 0 || right.len == 0 || left.len + right.len != bigram.len {
+            continue;
+        }
+        merge(symbols, bigram.left, bigram.right);
+        let prev = symbols[l].prev;
+        let next = symbols[l].next;
+        try_add_bigram(vocab, text, symbols, queue, prev, bigram.left);
+        try_add_bigram(vocab, text, symbols, queue, bigram.left, next);
     }
 }
 
@@ -239,6 +303,33 @@ mod tests {
             tokenize(&v, text.as_bytes(), &mut scratch, &mut whole);
             tokenize_segmented(&v, text.as_bytes(), &mut scratch, &mut segmented);
             prop_assert_eq!(whole, segmented);
+        }
+
+        /// The scan used for short segments merges exactly like the priority queue.
+        #[test]
+        fn scan_equals_queue(text in "[abc.é▁]{0,24}") {
+            let v = vocab();
+            let bytes = text.as_bytes();
+            let mut scratch = SpmScratch::default();
+            let split = |s: &mut SpmScratch| {
+                s.symbols.clear();
+                let mut offset = 0;
+                while offset < bytes.len() {
+                    let len = utf8_len(bytes[offset]);
+                    let index = s.symbols.len() as u32;
+                    let next = if offset + len == bytes.len() { NONE } else { index + 1 };
+                    let prev = if index == 0 { NONE } else { index - 1 };
+                    s.symbols.push(Symbol { start: offset as u32, len: len as u32, prev, next });
+                    offset += len;
+                }
+            };
+            split(&mut scratch);
+            merge_by_scan(&v, bytes, &mut scratch.symbols, &mut scratch.pairs);
+            let scanned: Vec<(u32, u32)> = scratch.symbols.iter().map(|s| (s.start, s.len)).collect();
+            split(&mut scratch);
+            merge_by_queue(&v, bytes, &mut scratch.symbols, &mut scratch.queue);
+            let queued: Vec<(u32, u32)> = scratch.symbols.iter().map(|s| (s.start, s.len)).collect();
+            prop_assert_eq!(scanned, queued);
         }
     }
 

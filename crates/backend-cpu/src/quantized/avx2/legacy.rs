@@ -84,22 +84,29 @@ unsafe fn unsigned_step<const R: usize>(
 /// sums end up in `$sums`. With one row, blocks alternate between two accumulator sets:
 /// a single chain would wait out the FMA latency on every block.
 macro_rules! block_loop {
+    (@one $w:expr, $wb:expr, $ab:expr, $blk:expr, $a:ident, $wp:ident, $acc:ident = $set:expr; $body:block) => {{
+        let $acc = &mut $set;
+        // SAFETY: block `$blk < nb` of the weight row.
+        let $wp = unsafe { $w.add($blk * $wb) };
+        $body
+        for p in $a.iter_mut() {
+            // SAFETY: stays within (or one past) each activation row of `nb` blocks.
+            *p = unsafe { p.add($ab) };
+        }
+    }};
     ($nb:expr, $w:expr, $acts:expr, $wb:expr, $ab:expr, $sums:ident, |$wp:ident, $a:ident, $acc:ident| $body:block) => {{
         // SAFETY: the caller guarantees `R` activation rows.
         let mut $a: [*const u8; R] = unsafe { rows::<R>($acts) };
         let mut pair = [[_mm256_setzero_ps(); R]; 2];
-        let [even, odd] = &mut pair;
         let mut blk = 0;
+        // With one row, pairs of blocks feed the two sets (R is a constant here).
+        while R == 1 && blk + 1 < $nb {
+            block_loop!(@one $w, $wb, $ab, blk, $a, $wp, $acc = pair[0]; $body);
+            block_loop!(@one $w, $wb, $ab, blk + 1, $a, $wp, $acc = pair[1]; $body);
+            blk += 2;
+        }
         while blk < $nb {
-            // Odd blocks go to the second set only with one row (R is a constant here).
-            let $acc = if R == 1 && blk % 2 == 1 { &mut *odd } else { &mut *even };
-            // SAFETY: block `blk < nb` of the weight row.
-            let $wp = unsafe { $w.add(blk * $wb) };
-            $body
-            for p in $a.iter_mut() {
-                // SAFETY: stays within (or one past) each activation row of `nb` blocks.
-                *p = unsafe { p.add($ab) };
-            }
+            block_loop!(@one $w, $wb, $ab, blk, $a, $wp, $acc = pair[0]; $body);
             blk += 1;
         }
         for r in 0..R {
