@@ -48,6 +48,7 @@ pub(crate) fn make_model(args: &[String]) -> Result<()> {
     let Some(output) = output else {
         bail!("make-model needs -o FILE\n\n{HELP}")
     };
+    spec.validate()?;
     let start = Instant::now();
     let file = File::create(&output).with_context(|| format!("creating {}", output.display()))?;
     let writer = write_random_model(&spec, BufWriter::with_capacity(1 << 20, file))

@@ -215,11 +215,12 @@ impl Simd for Avx2 {
     }
     #[inline(always)]
     fn reduce_add(self, a: __m256) -> f32 {
+        // The same association as `hadd_x8`, so one row reduces to the same bits alone or
+        // in a group of eight: ((a0+a1)+(a2+a3)) + ((a4+a5)+(a6+a7)).
         unsafe {
-            let x = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps::<1>(a));
-            let x = _mm_add_ps(x, _mm_movehl_ps(x, x));
-            let x = _mm_add_ss(x, _mm_movehdup_ps(x));
-            _mm_cvtss_f32(x)
+            let x = _mm256_hadd_ps(a, a);
+            let x = _mm256_hadd_ps(x, x);
+            _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(x), _mm256_extractf128_ps::<1>(x)))
         }
     }
     #[inline(always)]

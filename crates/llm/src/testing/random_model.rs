@@ -55,6 +55,23 @@ impl RandomModelSpec {
         self
     }
 
+    /// Checks the spec can be made: a supported architecture and a consistent shape.
+    ///
+    /// Errors: [`LlmError::Argument`] saying which.
+    pub fn validate(&self) -> Result<()> {
+        if self.arch != Arch::Llama {
+            return Err(LlmError::Argument {
+                what: format!(
+                    "random models of architecture `{}` are not supported yet (only llama)",
+                    self.arch
+                ),
+            });
+        }
+        self.shape.validate().map_err(|what| LlmError::Argument {
+            what: format!("model shape: {what}"),
+        })
+    }
+
     /// The metadata: `llama` hyperparameters and a [`SyntheticVocab`] tokenizer.
     pub fn metadata(&self) -> Result<Metadata> {
         let s = &self.shape;
@@ -118,17 +135,7 @@ impl RandomModelSpec {
 /// Errors: an unsupported architecture or an inconsistent shape is an
 /// [`LlmError::Argument`]; write failures are [`LlmError::Io`].
 pub fn write_random_model<W: Write>(spec: &RandomModelSpec, out: W) -> Result<W> {
-    if spec.arch != Arch::Llama {
-        return Err(LlmError::Argument {
-            what: format!(
-                "random models of architecture `{}` are not supported yet (only llama)",
-                spec.arch
-            ),
-        });
-    }
-    spec.shape.validate().map_err(|what| LlmError::Argument {
-        what: format!("model shape: {what}"),
-    })?;
+    spec.validate()?;
     let metadata = spec.metadata()?;
     let f32_specs = spec.f32_tensors()?;
     let mut planner = TensorTypePlanner::new(spec.qtype, &metadata, &f32_specs);

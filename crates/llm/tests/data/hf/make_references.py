@@ -1,0 +1,289 @@
+#!/usr/bin/env python3
+"""Tiny random-init Hugging Face models and their reference logits, for
+`crates/llm/tests/engine_hf_reference.rs`.
+
+For every architecture tempra implements this builds a `transformers` model from a config
+(no downloads), re-randomises its weights with a larger spread than the default init (whose
+logits are nearly flat, so any tolerance would pass), rounds them to values f16 holds
+exactly (the GGUF stores the matrices as F16, so tempra and transformers compute on the
+same numbers), trains a small SentencePiece `tokenizer.model`, converts the checkpoint with
+llama.cpp's `convert_hf_to_gguf.py` and records transformers' f32 logits at every position
+of a token sequence.
+
+Outputs, per case NAME: `NAME.gguf`, `NAME.logits.bin` (little-endian f32 `[T, vocab]`) and
+an entry in `references.json` (tokens, shape, what the case covers).
+
+Requirements (CPU is enough): `pip install torch transformers sentencepiece gguf numpy
+safetensors protobuf`, and llama.cpp's converter, e.g. from the llama-cpp-python source
+package: `pip download --no-deps --no-binary :all: llama-cpp-python==0.3.16` and unpack it;
+then
+
+    python make_references.py --convert /path/to/vendor/llama.cpp/convert_hf_to_gguf.py
+
+(the converter's own `gguf-py` next to it is put on the path first). Made with torch
+2.15, transformers 5.24, llama.cpp from llama-cpp-python 0.3.16.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import sentencepiece as spm
+import torch
+import transformers
+
+HERE = Path(__file__).resolve().parent
+VOCAB = 320
+SEQ_LEN = 32
+MIN_TOP1_GAP = 0.02
+
+TEXT = """Once upon a time there was a little robot named Tempra. It liked to count the
+stars and read long books about memory, buffers and pools. Every morning the robot went
+to the market to buy apples, bread and a small cup of tea. One day it met a cat who asked:
+why do you recycle every block? Because memory churn is slow, said the robot, and the cat
+laughed. They walked along the river, talked about tensors and views, and watched the
+boats pass under the old stone bridge. In the evening they counted the stars together.
+"""
+
+
+# Runs the converter with `AutoConfig` disabled so that it reads config.json as written
+# (transformers 5's AutoConfig turns the legacy rope keys into `rope_parameters`, which
+# this converter does not read).
+CONVERT = """
+import runpy, sys, transformers
+def refuse(*args, **kwargs):
+    raise ValueError("read config.json")
+transformers.AutoConfig.from_pretrained = refuse
+path = sys.argv[1]
+sys.argv = sys.argv[1:]
+runpy.run_path(path, run_name="__main__")
+"""
+
+
+def train_tokenizer(out_dir: Path) -> spm.SentencePieceProcessor:
+    corpus = out_dir / "corpus.txt"
+    lines = [l.strip() for l in TEXT.splitlines() if l.strip()]
+    corpus.write_text("\n".join(lines * 20) + "\n")
+    spm.SentencePieceTrainer.train(
+        input=str(corpus),
+        model_prefix=str(out_dir / "tokenizer"),
+        vocab_size=VOCAB,
+        model_type="bpe",
+        byte_fallback=True,
+        character_coverage=1.0,
+        bos_id=1,
+        eos_id=2,
+        unk_id=0,
+        pad_id=-1,
+        num_threads=1,
+        minloglevel=2,
+    )
+    return spm.SentencePieceProcessor(model_file=str(out_dir / "tokenizer.model"))
+
+
+def cases():
+    """(name, config class, model class, config kwargs, legacy keys for the converter,
+    what the case covers)."""
+    tf = transformers
+    common = dict(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        rms_norm_eps=1e-6,
+        attn_implementation="eager",
+    )
+    return [
+        (
+            "llama",
+            tf.LlamaConfig,
+            tf.LlamaForCausalLM,
+            dict(common, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False),
+            {"rope_theta": 10000.0},
+            "llama, GQA 4:2, untied output, interleaved rope after the converter's q/k permutation",
+        ),
+        (
+            "llama3",
+            tf.LlamaConfig,
+            tf.LlamaForCausalLM,
+            dict(
+                common,
+                num_key_value_heads=1,
+                head_dim=16,
+                rope_parameters={
+                    "rope_type": "llama3",
+                    "rope_theta": 500000.0,
+                    "factor": 8.0,
+                    "low_freq_factor": 1.0,
+                    "high_freq_factor": 4.0,
+                    "original_max_position_embeddings": 64,
+                },
+                tie_word_embeddings=True,
+            ),
+            {
+                "rope_theta": 500000.0,
+                "rope_scaling": {
+                    "rope_type": "llama3",
+                    "factor": 8.0,
+                    "low_freq_factor": 1.0,
+                    "high_freq_factor": 4.0,
+                    "original_max_position_embeddings": 64,
+                },
+            },
+            "llama 3: rope_freqs (llama3 rope scaling), MQA 4:1, head_dim 16 != width/heads, tied output",
+        ),
+        (
+            "qwen2",
+            tf.Qwen2Config,
+            tf.Qwen2ForCausalLM,
+            dict(common, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}, tie_word_embeddings=True),
+            {"rope_theta": 1000000.0},
+            "qwen2: q/k/v biases, NeoX rope, base 1e6, tied output",
+        ),
+        (
+            "qwen3",
+            tf.Qwen3Config,
+            tf.Qwen3ForCausalLM,
+            dict(
+                common,
+                head_dim=16,
+                rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+                tie_word_embeddings=False,
+            ),
+            {"rope_theta": 1000000.0},
+            "qwen3: per-head q/k RMS norms, head_dim 16, untied output",
+        ),
+        (
+            "gemma2",
+            tf.Gemma2Config,
+            tf.Gemma2ForCausalLM,
+            dict(
+                common,
+                head_dim=16,
+                query_pre_attn_scalar=16,
+                sliding_window=8,
+                attn_logit_softcapping=5.0,
+                final_logit_softcapping=10.0,
+                hidden_activation="gelu_pytorch_tanh",
+                rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+            ),
+            {"rope_theta": 10000.0},
+            "gemma2: embedding scale, (1+w) and sandwich norms, GeGLU(tanh), attention and final "
+            "soft-caps (5 and 10: they bite), sliding window 8 on even layers",
+        ),
+        (
+            "gemma3",
+            tf.Gemma3TextConfig,
+            tf.Gemma3ForCausalLM,
+            dict(
+                common,
+                intermediate_size=48,
+                num_hidden_layers=6,
+                head_dim=16,
+                query_pre_attn_scalar=16,
+                sliding_window=8,
+                hidden_activation="gelu_pytorch_tanh",
+                rope_parameters={
+                    "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                    "full_attention": {"rope_type": "linear", "rope_theta": 1000000.0, "factor": 4.0},
+                },
+            ),
+            {"rope_theta": 1000000.0, "rope_local_base_freq": 10000.0, "rope_scaling": {"rope_type": "linear", "factor": 4.0}},
+            "gemma3: q/k norms, 5 sliding (base 1e4) : 1 global (base 1e6, linear scaling 4) layers, window 8",
+        ),
+    ]
+
+
+def rerandomise(model: torch.nn.Module, gemma: bool, generator: torch.Generator) -> None:
+    """Weights with enough spread that logits are far from flat, rounded to f16 values."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                # Gemma stores w for a (1 + w) scale; the others the scale itself.
+                base = 0.0 if gemma else 1.0
+                value = base + 0.3 * torch.randn(p.shape, generator=generator)
+            elif name.endswith("bias"):
+                value = 0.5 * torch.randn(p.shape, generator=generator)
+            elif "embed_tokens" in name:
+                value = torch.randn(p.shape, generator=generator)
+            else:
+                fan_in = p.shape[-1]
+                value = 1.5 / fan_in**0.5 * torch.randn(p.shape, generator=generator)
+            p.copy_(value.half().float())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--convert", required=True, type=Path, help="llama.cpp's convert_hf_to_gguf.py")
+    parser.add_argument("--out", type=Path, default=HERE)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    env = dict(os.environ, PYTHONPATH=str(args.convert.parent / "gguf-py"), NO_LOCAL_GGUF="")
+
+    references = {"generator": {"torch": torch.__version__, "transformers": transformers.__version__}, "cases": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        sp = train_tokenizer(tmp)
+        text = "Once upon a time the robot and the cat counted the stars under the old bridge, and they laughed."
+        tokens = ([sp.bos_id()] + sp.encode(text))[:SEQ_LEN]
+        assert len(tokens) == SEQ_LEN, len(tokens)
+        for index, (name, config_cls, model_cls, kwargs, legacy, covers) in enumerate(cases()):
+            # The first seed whose top-1 token leads the runner-up by MIN_TOP1_GAP at every
+            # position, so the top-1 comparison is not decided by rounding.
+            for seed in range(100 * index, 100 * index + 100):
+                torch.manual_seed(seed)
+                config = config_cls(bos_token_id=1, eos_token_id=2, pad_token_id=None, **kwargs)
+                model = model_cls(config).eval()
+                rerandomise(model, name.startswith("gemma"), torch.Generator().manual_seed(1000 + seed))
+                with torch.no_grad():
+                    logits = model(torch.tensor([tokens])).logits[0].float().numpy()
+                top2 = np.sort(logits, -1)[:, -2:]
+                if (top2[:, 1] - top2[:, 0]).min() >= MIN_TOP1_GAP:
+                    break
+            else:
+                raise SystemExit(f"{name}: no seed gives a top-1 gap of {MIN_TOP1_GAP}")
+            hf_dir = tmp / name
+            model.save_pretrained(hf_dir, safe_serialization=True)
+            # The converter predates transformers 5's `rope_parameters`: give it the
+            # legacy keys too.
+            cfg_path = hf_dir / "config.json"
+            cfg = json.loads(cfg_path.read_text())
+            cfg.update(legacy)
+            cfg.setdefault("torch_dtype", "float32")
+            cfg_path.write_text(json.dumps(cfg, indent=2))
+            (hf_dir / "tokenizer.model").write_bytes((tmp / "tokenizer.model").read_bytes())
+            gguf_path = args.out / f"{name}.gguf"
+            subprocess.run(
+                [sys.executable, "-c", CONVERT, str(args.convert), str(hf_dir), "--outtype", "f16", "--outfile", str(gguf_path)],
+                check=True,
+                env=env,
+                stdout=subprocess.DEVNULL,
+            )
+            logits.astype("<f4").tofile(args.out / f"{name}.logits.bin")
+            top1 = logits.argmax(-1)
+            references["cases"][name] = {
+                "gguf": f"{name}.gguf",
+                "logits": f"{name}.logits.bin",
+                "tokens": tokens,
+                "shape": list(logits.shape),
+                "top1": top1.tolist(),
+                "seed": seed,
+                "logit_std": float(logits.std()),
+                "min_top1_gap": float((top2[:, 1] - top2[:, 0]).min()),
+                "covers": covers,
+            }
+            print(f"{name}: {gguf_path.stat().st_size} bytes, logits std {logits.std():.3f}, "
+                  f"top-1 distinct {len(set(top1.tolist()))}")
+    (args.out / "references.json").write_text(json.dumps(references, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
