@@ -563,8 +563,14 @@ pub(crate) fn print_table(rows: &[Row]) {
     );
     for r in rows {
         let num = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
+        // NaN: no known peak (a GPU adapter without published figures).
+        let pct = if r.pct_of_peak.is_finite() {
+            format!("{:.0}%", r.pct_of_peak)
+        } else {
+            "-".to_string()
+        };
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {:.0}% |",
+            "| {} | {} | {} | {} | {} | {} | {} | {pct} |",
             r.op,
             r.shape,
             r.dtype,
@@ -572,7 +578,6 @@ pub(crate) fn print_table(rows: &[Row]) {
             format_time(r.median_ns),
             num(r.gflops),
             num(r.gbs),
-            r.pct_of_peak
         );
     }
 }

@@ -27,7 +27,15 @@ fn contexts() -> Vec<(usize, ExecContext)> {
     if all > 1 {
         counts.push(all);
     }
-    counts.into_iter().map(|n| (n, ExecContext::new(Arc::new(CpuBackend::with_threads(HostPool::host(), n))))).collect()
+    counts
+        .into_iter()
+        .map(|n| {
+            (
+                n,
+                ExecContext::new(Arc::new(CpuBackend::with_threads(HostPool::host(), n))),
+            )
+        })
+        .collect()
 }
 
 fn randn(ctx: &ExecContext, dims: &[usize], dtype: DType, seed: u64) -> Tensor {
@@ -41,8 +49,12 @@ fn rows_ops(c: &mut Criterion) {
             g.throughput(Throughput::Bytes((rows * WIDTH * 4 * 2) as u64)); // read + write
             let x = randn(&ctx, &[rows, WIDTH], DType::F32, 1);
             let w = randn(&ctx, &[WIDTH], DType::F32, 2);
-            g.bench_function("rms_norm", |b| b.iter(|| black_box(ctx.rms_norm(&x, &w, 1e-5).unwrap())));
-            g.bench_function("softmax", |b| b.iter(|| black_box(ctx.softmax(&x).unwrap())));
+            g.bench_function("rms_norm", |b| {
+                b.iter(|| black_box(ctx.rms_norm(&x, &w, 1e-5).unwrap()))
+            });
+            g.bench_function("softmax", |b| {
+                b.iter(|| black_box(ctx.softmax(&x).unwrap()))
+            });
             g.bench_function("silu", |b| b.iter(|| black_box(ctx.silu(&x).unwrap())));
             g.bench_function("add", |b| b.iter(|| black_box(ctx.add(&x, &x).unwrap())));
             let xr = x.reshape(&[rows, HEADS, HEAD_DIM]).unwrap();
@@ -50,8 +62,17 @@ fn rows_ops(c: &mut Criterion) {
             let pos = ctx.from_slice(&pos, &[rows]).unwrap();
             for style in [RopeStyle::Neox, RopeStyle::Interleaved] {
                 let config = RopeConfig::new(HEAD_DIM, 10_000.0, style);
-                let name = format!("rope_{}", if style == RopeStyle::Neox { "neox" } else { "interleaved" });
-                g.bench_function(name, |b| b.iter(|| black_box(ctx.rope(&xr, &pos, &config, None).unwrap())));
+                let name = format!(
+                    "rope_{}",
+                    if style == RopeStyle::Neox {
+                        "neox"
+                    } else {
+                        "interleaved"
+                    }
+                );
+                g.bench_function(name, |b| {
+                    b.iter(|| black_box(ctx.rope(&xr, &pos, &config, None).unwrap()))
+                });
             }
             g.finish();
         }
@@ -64,7 +85,10 @@ fn attention(c: &mut Criterion) {
         // first CACHE rows.
         let k_cache = randn(&ctx, &[CACHE + 64, KV_HEADS, HEAD_DIM], DType::F16, 3);
         let v_cache = randn(&ctx, &[CACHE + 64, KV_HEADS, HEAD_DIM], DType::F16, 4);
-        let (k, v) = (k_cache.narrow(0, 0, CACHE).unwrap(), v_cache.narrow(0, 0, CACHE).unwrap());
+        let (k, v) = (
+            k_cache.narrow(0, 0, CACHE).unwrap(),
+            v_cache.narrow(0, 0, CACHE).unwrap(),
+        );
         let mut g = c.benchmark_group(format!("attention/t{threads}"));
         g.sample_size(20);
         for tq in [1, 512] {

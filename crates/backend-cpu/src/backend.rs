@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use tempra_pool::{HostPool, PoolStats};
 use tempra_tensor::{
-    AttentionParams, Backend, BinaryOp, ReduceOp, ReferenceBackend, Result, RopeConfig, Storage, Tensor, TensorError,
-    UnaryOp,
+    AttentionParams, Backend, BinaryOp, ReduceOp, ReferenceBackend, Result, RopeConfig, Storage,
+    Tensor, TensorError, UnaryOp,
 };
 
 use crate::config::CpuConfig;
@@ -58,7 +58,12 @@ impl CpuBackend {
     }
 
     fn assemble(pool: HostPool, level: Level, workers: Arc<WorkerPool>) -> Self {
-        Self { reference: Arc::new(ReferenceBackend::new(pool.clone())), pool, level, workers }
+        Self {
+            reference: Arc::new(ReferenceBackend::new(pool.clone())),
+            pool,
+            level,
+            workers,
+        }
     }
 
     /// The pool outputs come from.
@@ -88,7 +93,11 @@ impl CpuBackend {
 
     /// What the op kernels need, gathered per call.
     fn exec(&self) -> Exec<'_> {
-        Exec { level: self.level, workers: &self.workers, pool: &self.pool }
+        Exec {
+            level: self.level,
+            workers: &self.workers,
+            pool: &self.pool,
+        }
     }
 }
 
@@ -98,7 +107,13 @@ impl Backend for CpuBackend {
     }
 
     fn allocate(&self, bytes: usize) -> Result<Storage> {
-        let lease = self.pool.acquire(bytes).map_err(|source| TensorError::Pool { op: "allocate", source })?;
+        let lease = self
+            .pool
+            .acquire(bytes)
+            .map_err(|source| TensorError::Pool {
+                op: "allocate",
+                source,
+            })?;
         Ok(Storage::Pooled(lease))
     }
 
@@ -123,11 +138,13 @@ impl Backend for CpuBackend {
     }
 
     fn unary(&self, op: UnaryOp, x: &Tensor, out: &mut Tensor) -> Result<()> {
-        ops::elementwise::unary(&self.exec(), op, x, out)?.or_else(|| self.reference.unary(op, x, out))
+        ops::elementwise::unary(&self.exec(), op, x, out)?
+            .or_else(|| self.reference.unary(op, x, out))
     }
 
     fn binary(&self, op: BinaryOp, lhs: &Tensor, rhs: &Tensor, out: &mut Tensor) -> Result<()> {
-        ops::elementwise::binary(&self.exec(), op, lhs, rhs, out)?.or_else(|| self.reference.binary(op, lhs, rhs, out))
+        ops::elementwise::binary(&self.exec(), op, lhs, rhs, out)?
+            .or_else(|| self.reference.binary(op, lhs, rhs, out))
     }
 
     fn binary_inplace(&self, op: BinaryOp, lhs_out: &mut Tensor, rhs: &Tensor) -> Result<()> {
@@ -141,15 +158,18 @@ impl Backend for CpuBackend {
     }
 
     fn reduce(&self, op: ReduceOp, x: &Tensor, dim: usize, out: &mut Tensor) -> Result<()> {
-        ops::reduce::reduce(&self.exec(), op, x, dim, out)?.or_else(|| self.reference.reduce(op, x, dim, out))
+        ops::reduce::reduce(&self.exec(), op, x, dim, out)?
+            .or_else(|| self.reference.reduce(op, x, dim, out))
     }
 
     fn argmax(&self, x: &Tensor, dim: usize, out: &mut Tensor) -> Result<()> {
-        ops::reduce::argmax(&self.exec(), x, dim, out)?.or_else(|| self.reference.argmax(x, dim, out))
+        ops::reduce::argmax(&self.exec(), x, dim, out)?
+            .or_else(|| self.reference.argmax(x, dim, out))
     }
 
     fn softmax(&self, x: &Tensor, log: bool, out: &mut Tensor) -> Result<()> {
-        ops::softmax::softmax(&self.exec(), x, log, out)?.or_else(|| self.reference.softmax(x, log, out))
+        ops::softmax::softmax(&self.exec(), x, log, out)?
+            .or_else(|| self.reference.softmax(x, log, out))
     }
 
     fn matmul(&self, a: &Tensor, b: &Tensor, out: &mut Tensor) -> Result<()> {
@@ -159,7 +179,13 @@ impl Backend for CpuBackend {
         crate::matmul::matmul(&self.products().gemm, a, b, out)
     }
 
-    fn linear(&self, x: &Tensor, w: &Tensor, bias: Option<&Tensor>, out: &mut Tensor) -> Result<()> {
+    fn linear(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        bias: Option<&Tensor>,
+        out: &mut Tensor,
+    ) -> Result<()> {
         if out.dtype() == tempra_tensor::DType::F64 {
             return self.reference.linear(x, w, bias, out); // delegated: f64 is for gradient checks
         }
@@ -167,11 +193,20 @@ impl Backend for CpuBackend {
     }
 
     fn rms_norm(&self, x: &Tensor, w: &Tensor, eps: f64, out: &mut Tensor) -> Result<()> {
-        ops::norm::rms_norm(&self.exec(), x, w, eps, out)?.or_else(|| self.reference.rms_norm(x, w, eps, out))
+        ops::norm::rms_norm(&self.exec(), x, w, eps, out)?
+            .or_else(|| self.reference.rms_norm(x, w, eps, out))
     }
 
-    fn layer_norm(&self, x: &Tensor, w: &Tensor, b: Option<&Tensor>, eps: f64, out: &mut Tensor) -> Result<()> {
-        ops::norm::layer_norm(&self.exec(), x, w, b, eps, out)?.or_else(|| self.reference.layer_norm(x, w, b, eps, out))
+    fn layer_norm(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        b: Option<&Tensor>,
+        eps: f64,
+        out: &mut Tensor,
+    ) -> Result<()> {
+        ops::norm::layer_norm(&self.exec(), x, w, b, eps, out)?
+            .or_else(|| self.reference.layer_norm(x, w, b, eps, out))
     }
 
     fn rope(
@@ -183,12 +218,24 @@ impl Backend for CpuBackend {
         inverse: bool,
         out: &mut Tensor,
     ) -> Result<()> {
-        ops::rope::rope(&self.exec(), x, positions, config, freq_factors, inverse, out)?
-            .or_else(|| self.reference.rope(x, positions, config, freq_factors, inverse, out))
+        ops::rope::rope(
+            &self.exec(),
+            x,
+            positions,
+            config,
+            freq_factors,
+            inverse,
+            out,
+        )?
+        .or_else(|| {
+            self.reference
+                .rope(x, positions, config, freq_factors, inverse, out)
+        })
     }
 
     fn embedding(&self, table: &Tensor, ids: &Tensor, out: &mut Tensor) -> Result<()> {
-        ops::embedding::embedding(&self.exec(), table, ids, out)?.or_else(|| self.reference.embedding(table, ids, out))
+        ops::embedding::embedding(&self.exec(), table, ids, out)?
+            .or_else(|| self.reference.embedding(table, ids, out))
     }
 
     fn embedding_backward(&self, ids: &Tensor, grad: &Tensor, out: &mut Tensor) -> Result<()> {
@@ -199,8 +246,15 @@ impl Backend for CpuBackend {
         self.reference.one_hot(ids, out) // delegated
     }
 
-    fn cross_entropy(&self, logits: &Tensor, targets: &Tensor, ignore_index: Option<u32>, out: &mut Tensor) -> Result<()> {
-        self.reference.cross_entropy(logits, targets, ignore_index, out) // delegated
+    fn cross_entropy(
+        &self,
+        logits: &Tensor,
+        targets: &Tensor,
+        ignore_index: Option<u32>,
+        out: &mut Tensor,
+    ) -> Result<()> {
+        self.reference
+            .cross_entropy(logits, targets, ignore_index, out) // delegated
     }
 
     fn cross_entropy_backward(
@@ -211,7 +265,8 @@ impl Backend for CpuBackend {
         grad: &Tensor,
         out: &mut Tensor,
     ) -> Result<()> {
-        self.reference.cross_entropy_backward(logits, targets, ignore_index, grad, out) // delegated
+        self.reference
+            .cross_entropy_backward(logits, targets, ignore_index, grad, out) // delegated
     }
 
     fn attention_backward(
@@ -225,7 +280,8 @@ impl Backend for CpuBackend {
         dk: &mut Tensor,
         dv: &mut Tensor,
     ) -> Result<()> {
-        self.reference.attention_backward(q, k, v, params, grad, dq, dk, dv) // delegated
+        self.reference
+            .attention_backward(q, k, v, params, grad, dq, dk, dv) // delegated
     }
 
     fn attention(

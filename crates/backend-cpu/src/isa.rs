@@ -72,12 +72,18 @@ impl Isa {
     /// The ISAs this CPU runs, widest first (always ends with [`Isa::Scalar`]). Tests loop
     /// over these.
     pub fn available() -> Vec<Isa> {
-        Isa::ALL.into_iter().filter(|isa| isa.is_available()).collect()
+        Isa::ALL
+            .into_iter()
+            .filter(|isa| isa.is_available())
+            .collect()
     }
 
     /// The widest ISA this CPU runs, ignoring `TEMPRA_CPU_ISA`.
     pub fn best_available() -> Isa {
-        Isa::ALL.into_iter().find(|isa| isa.is_available()).unwrap_or(Isa::Scalar)
+        Isa::ALL
+            .into_iter()
+            .find(|isa| isa.is_available())
+            .unwrap_or(Isa::Scalar)
     }
 
     /// The ISA a default backend uses: the widest this CPU runs, capped by
@@ -88,7 +94,10 @@ impl Isa {
             let best = Isa::best_available();
             match std::env::var(ISA_ENV) {
                 Ok(value) => match value.parse::<Isa>() {
-                    Ok(cap) => Isa::ALL.into_iter().find(|isa| *isa <= cap && isa.is_available()).unwrap_or(Isa::Scalar),
+                    Ok(cap) => Isa::ALL
+                        .into_iter()
+                        .find(|isa| *isa <= cap && isa.is_available())
+                        .unwrap_or(Isa::Scalar),
                     Err(e) => {
                         eprintln!("tempra-backend-cpu: ignoring {ISA_ENV}: {e}");
                         best
@@ -112,7 +121,11 @@ pub struct ParseIsaError(String);
 
 impl fmt::Display for ParseIsaError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "unknown ISA `{}` (expected scalar, avx2 or avx512)", self.0)
+        write!(
+            f,
+            "unknown ISA `{}` (expected scalar, avx2 or avx512)",
+            self.0
+        )
     }
 }
 
@@ -177,9 +190,12 @@ impl CpuFeatures {
             CpuFeatures {
                 avx2: Isa::Avx2.is_available(),
                 avx512: Isa::Avx512.is_available(),
-                avx512_vnni: Isa::Avx512.is_available() && std::arch::is_x86_feature_detected!("avx512vnni"),
-                avx_vnni: Isa::Avx2.is_available() && std::arch::is_x86_feature_detected!("avxvnni"),
-                avx512_bf16: Isa::Avx512.is_available() && std::arch::is_x86_feature_detected!("avx512bf16"),
+                avx512_vnni: Isa::Avx512.is_available()
+                    && std::arch::is_x86_feature_detected!("avx512vnni"),
+                avx_vnni: Isa::Avx2.is_available()
+                    && std::arch::is_x86_feature_detected!("avxvnni"),
+                avx512_bf16: Isa::Avx512.is_available()
+                    && std::arch::is_x86_feature_detected!("avx512bf16"),
             }
         }
         #[cfg(not(target_arch = "x86_64"))]

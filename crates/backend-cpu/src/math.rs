@@ -17,8 +17,9 @@ pub(crate) fn exp<S: Simd>(s: S, x: S::V) -> S::V {
     // return their second operand on NaN).
     let x = s.min(s.splat(100.0), s.max(s.splat(-110.0), x));
     let n = s.round(s.mul(x, s.splat(std::f32::consts::LOG2_E)));
-    // r = x - n·ln2, with ln2 split in a high part exact in f32 and a low correction.
-    let r = s.mul_add(n, s.splat(-0.693_359_375), x);
+    // r = x - n·ln2, with ln2 split in a high part (0.693359375, 9 bits: n·hi is exact)
+    // and a low correction.
+    let r = s.mul_add(n, s.splat(-0.693_359_4), x);
     let r = s.mul_add(n, s.splat(2.121_944_4e-4), r);
     let r2 = s.mul(r, r);
     let mut p = s.splat(1.987_569_1e-4);
@@ -26,7 +27,7 @@ pub(crate) fn exp<S: Simd>(s: S, x: S::V) -> S::V {
     p = s.mul_add(p, r, s.splat(8.333_452e-3));
     p = s.mul_add(p, r, s.splat(4.166_579_6e-2));
     p = s.mul_add(p, r, s.splat(1.666_666_5e-1));
-    p = s.mul_add(p, r, s.splat(5.000_000_1e-1));
+    p = s.mul_add(p, r, s.splat(0.5));
     let p = s.add(s.mul_add(p, r2, r), s.splat(1.0));
     // 2ⁿ as 2^⌊n/2⌋ · 2^(n-⌊n/2⌋): both factors stay normal for n in [-159, 145], so
     // results overflow to ∞ and underflow through the subnormals to 0 correctly.
@@ -61,7 +62,7 @@ pub(crate) fn log<S: Simd>(s: S, x: S::V) -> S::V {
     let y = s.mul(s.mul(y, f), z);
     let y = s.mul_add(e, s.splat(-2.121_944_4e-4), y);
     let y = s.mul_add(z, s.splat(-0.5), y);
-    let r = s.mul_add(e, s.splat(0.693_359_375), s.add(f, y));
+    let r = s.mul_add(e, s.splat(0.693_359_4), s.add(f, y));
     // Special inputs: x < 0 or NaN → NaN, 0 → -∞, +∞ → +∞.
     let zero = s.splat(0.0);
     let r = s.select(s.lt(x, zero), s.splat(f32::NAN), r);
@@ -77,10 +78,10 @@ pub(crate) fn tanh<S: Simd>(s: S, x: S::V) -> S::V {
     // |x| < 0.625: odd polynomial (Cephes tanhf).
     let z = s.mul(x, x);
     let mut p = s.splat(-5.704_988_7e-3);
-    p = s.mul_add(p, z, s.splat(2.063_908_9e-2));
+    p = s.mul_add(p, z, s.splat(2.063_909e-2));
     p = s.mul_add(p, z, s.splat(-5.373_971_6e-2));
     p = s.mul_add(p, z, s.splat(1.333_144_2e-1));
-    p = s.mul_add(p, z, s.splat(-3.333_328_2e-1));
+    p = s.mul_add(p, z, s.splat(-3.333_328e-1));
     let small = s.mul_add(s.mul(p, z), x, x);
     // Otherwise 1 - 2/(e^{2|x|} + 1) with x's sign; e^{2|x|} = ∞ gives exactly ±1.
     let e = exp(s, s.add(a, a));
@@ -129,7 +130,7 @@ pub(crate) fn gelu_erf<S: Simd>(s: S, x: S::V) -> S::V {
     let mut p = s.splat(0.170_872_77);
     p = s.mul_add(p, t, s.splat(-0.822_152_2));
     p = s.mul_add(p, t, s.splat(1.488_515_9));
-    p = s.mul_add(p, t, s.splat(-1.135_203_9));
+    p = s.mul_add(p, t, s.splat(-1.135_204));
     p = s.mul_add(p, t, s.splat(0.278_868_07));
     p = s.mul_add(p, t, s.splat(-0.186_288_06));
     p = s.mul_add(p, t, s.splat(0.096_784_18));
@@ -169,7 +170,10 @@ pub(crate) fn sin_cos<S: Simd>(s: S, x: S::V) -> (S::V, S::V) {
     let mut pc = s.splat(2.443_315_7e-5);
     pc = s.mul_add(pc, z, s.splat(-1.388_731_6e-3));
     pc = s.mul_add(pc, z, s.splat(4.166_664_6e-2));
-    let cos_y = s.add(s.mul_add(s.splat(-0.5), z, s.splat(1.0)), s.mul(s.mul(pc, z), z));
+    let cos_y = s.add(
+        s.mul_add(s.splat(-0.5), z, s.splat(1.0)),
+        s.mul(s.mul(pc, z), z),
+    );
     // Quadrant q = j mod 4: q = 1, 3 swap sin and cos; q = 2, 3 negate sin; q = 1, 2
     // negate cos.
     let q = s.sub(j, s.mul(s.floor(s.mul(j, s.splat(0.25))), s.splat(4.0)));
@@ -261,13 +265,17 @@ mod tests {
         for isa in Isa::available() {
             let level = Level::new(isa).unwrap();
             let n = 100_000;
-            let x: Vec<f32> = (0..=n).map(|i| -3.2 + 6.4 * (i as f32 / n as f32)).collect();
+            let x: Vec<f32> = (0..=n)
+                .map(|i| -3.2 + 6.4 * (i as f32 / n as f32))
+                .collect();
             let (mut sin, mut cos) = (vec![0f32; x.len()], vec![0f32; x.len()]);
             crate::kernels::rope::sin_cos(level, &x, &mut sin, &mut cos);
             let err = x
                 .iter()
                 .zip(sin.iter().zip(&cos))
-                .map(|(&x, (&s, &c))| ((s as f64 - (x as f64).sin()).abs()).max((c as f64 - (x as f64).cos()).abs()))
+                .map(|(&x, (&s, &c))| {
+                    ((s as f64 - (x as f64).sin()).abs()).max((c as f64 - (x as f64).cos()).abs())
+                })
                 .fold(0.0, f64::max);
             println!("{isa:>6}   sin_cos [  -3.2,   3.2]: max abs err {err:.2e}");
             assert!(err < 2e-7, "{isa} sin_cos abs err {err:e}");

@@ -170,13 +170,27 @@ mod tests {
 
     #[test]
     fn bf16_rounding_matches_half() {
-        let specials = [0.0f32, -0.0, 1.0, -1.5, f32::MAX, f32::MIN_POSITIVE, 1e-40, f32::INFINITY, f32::NEG_INFINITY];
+        let specials = [
+            0.0f32,
+            -0.0,
+            1.0,
+            -1.5,
+            f32::MAX,
+            f32::MIN_POSITIVE,
+            1e-40,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+        ];
         let sweep = (0..20_000u32).map(|i| f32::from_bits(i.wrapping_mul(2_654_435_761)));
         for v in specials.into_iter().chain(sweep) {
             if v.is_nan() {
                 assert!(f32::from_bits((f32_to_bf16_bits(v) as u32) << 16).is_nan());
             } else {
-                assert_eq!(f32_to_bf16_bits(v), half::bf16::from_f32(v).to_bits(), "{v:e}");
+                assert_eq!(
+                    f32_to_bf16_bits(v),
+                    half::bf16::from_f32(v).to_bits(),
+                    "{v:e}"
+                );
             }
         }
     }

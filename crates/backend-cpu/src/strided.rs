@@ -55,8 +55,8 @@ impl<const K: usize> Walk<K> {
             }
             if n > 0 {
                 let inner = n - 1;
-                let mergeable =
-                    (0..K).all(|k| cd[inner].checked_mul(cs[k][inner]) == Some(layouts[k].strides()[d]));
+                let mergeable = (0..K)
+                    .all(|k| cd[inner].checked_mul(cs[k][inner]) == Some(layouts[k].strides()[d]));
                 if mergeable {
                     cd[inner] *= size;
                     continue;
@@ -183,7 +183,9 @@ mod tests {
     fn matches_strided_index_for_any_range() {
         let base = layout(&[3, 4, 5]);
         let t = base.permute(&[2, 0, 1]).unwrap();
-        let b = layout(&[1, 4, 1]).broadcast_to(Shape::new(&[5, 4, 3]).unwrap()).unwrap();
+        let b = layout(&[1, 4, 1])
+            .broadcast_to(Shape::new(&[5, 4, 3]).unwrap())
+            .unwrap();
         let b = b.permute(&[0, 2, 1]).unwrap(); // [5, 3, 4]
         let walk = Walk::new([&t, &b, &layout(&[5, 3, 4])]);
         let want: Vec<[usize; 3]> = t
@@ -203,11 +205,15 @@ mod tests {
         let a = layout(&[4, 6, 8]);
         let walk = Walk::new([&a, &a]);
         assert_eq!(walk.inner(), 192);
-        let row = layout(&[8]).broadcast_to(Shape::new(&[4, 6, 8]).unwrap()).unwrap();
+        let row = layout(&[8])
+            .broadcast_to(Shape::new(&[4, 6, 8]).unwrap())
+            .unwrap();
         let walk = Walk::new([&a, &row]);
         assert_eq!(walk.inner(), 8);
         assert_eq!(walk.inner_strides(), [1, 1]);
-        let col = layout(&[4, 6, 1]).broadcast_to(Shape::new(&[4, 6, 8]).unwrap()).unwrap();
+        let col = layout(&[4, 6, 1])
+            .broadcast_to(Shape::new(&[4, 6, 8]).unwrap())
+            .unwrap();
         let walk = Walk::new([&a, &col]);
         assert_eq!(walk.inner_strides(), [1, 0]);
         let scalar = Layout::contiguous(Shape::SCALAR, DType::F32).unwrap();

@@ -84,7 +84,9 @@ impl WorkerPool {
             job: AtomicPtr::new(std::ptr::null_mut()),
             next: CachePadded::new(AtomicUsize::new(0)),
             active: CachePadded::new(AtomicUsize::new(0)),
-            sleeping: (0..workers).map(|_| CachePadded::new(AtomicBool::new(false))).collect(),
+            sleeping: (0..workers)
+                .map(|_| CachePadded::new(AtomicBool::new(false)))
+                .collect(),
             shutdown: AtomicBool::new(false),
             panic: Mutex::new(None),
             spin,
@@ -102,7 +104,12 @@ impl WorkerPool {
             }
         }
         let threads = handles.iter().map(|h| h.thread().clone()).collect();
-        WorkerPool { shared, threads, handles, dispatch: Mutex::new(()) }
+        WorkerPool {
+            shared,
+            threads,
+            handles,
+            dispatch: Mutex::new(()),
+        }
     }
 
     /// The process-wide pool default backends share, started on first use with
@@ -141,16 +148,27 @@ impl WorkerPool {
             Err(TryLockError::WouldBlock) => return f(0..n_items),
             Err(TryLockError::Poisoned(e)) => e.into_inner(),
         };
-        let chunk = n_items.div_ceil(tasks * CHUNKS_PER_TASK).max(min_items_per_task);
-        let job = Job { f: &f, n_items, chunk };
+        let chunk = n_items
+            .div_ceil(tasks * CHUNKS_PER_TASK)
+            .max(min_items_per_task);
+        let job = Job {
+            f: &f,
+            n_items,
+            chunk,
+        };
         self.run(&job);
     }
 
     /// Like [`Self::parallel_for`] over the items of `data` (consecutive runs of
     /// `item_len` values; a shorter last run counts as an item), giving each call its
     /// items' values to write: `f(item_range, values_of_those_items)`.
-    pub fn parallel_chunks_mut<T, F>(&self, data: &mut [T], item_len: usize, min_items_per_task: usize, f: F)
-    where
+    pub fn parallel_chunks_mut<T, F>(
+        &self,
+        data: &mut [T],
+        item_len: usize,
+        min_items_per_task: usize,
+        f: F,
+    ) where
         T: Send,
         F: Fn(Range<usize>, &mut [T]) + Sync,
     {
@@ -164,7 +182,8 @@ impl WorkerPool {
             // SAFETY: `parallel_for` hands out disjoint item ranges, each once, so the
             // element ranges `start..end` (inside `data`, as `end <= len`) never overlap;
             // `data` is mutably borrowed for the whole call, which outlives every task.
-            let part = unsafe { std::slice::from_raw_parts_mut(base.get().add(start), end - start) };
+            let part =
+                unsafe { std::slice::from_raw_parts_mut(base.get().add(start), end - start) };
             f(items, part)
         });
     }
@@ -187,10 +206,17 @@ impl WorkerPool {
                 thread.unpark();
             }
         }
-        let close = CloseOnDrop { shared, closed: open + 1 };
+        let close = CloseOnDrop {
+            shared,
+            closed: open + 1,
+        };
         claim_chunks(shared, job);
         drop(close);
-        let payload = shared.panic.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let payload = shared
+            .panic
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
         if let Some(payload) = payload {
             resume_unwind(payload);
         }
@@ -240,7 +266,7 @@ fn worker_loop(shared: &Shared, index: usize) {
             return;
         }
         seen = state;
-        if state % 2 == 0 {
+        if state.is_multiple_of(2) {
             continue; // a closed job: nothing to join
         }
         shared.active.fetch_add(1, Ordering::SeqCst);
@@ -267,7 +293,7 @@ fn wait_for_change(shared: &Shared, index: usize, seen: usize) -> usize {
             return state;
         }
         spins = spins.wrapping_add(1);
-        if spins % 64 != 0 || start.elapsed() < shared.spin {
+        if !spins.is_multiple_of(64) || start.elapsed() < shared.spin {
             std::hint::spin_loop();
             continue;
         }
@@ -304,7 +330,10 @@ impl Drop for WorkerPool {
 
 impl fmt::Debug for WorkerPool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WorkerPool").field("threads", &self.threads()).field("spin", &self.shared.spin).finish()
+        f.debug_struct("WorkerPool")
+            .field("threads", &self.threads())
+            .field("spin", &self.shared.spin)
+            .finish()
     }
 }
 
@@ -346,7 +375,11 @@ unsafe impl<T: Send> Sync for SendPtr<T> {}
 /// the number of physical cores this process may run on (hyper-threads share a core's
 /// vector units, so they add little to these kernels).
 pub fn default_threads() -> usize {
-    if let Some(n) = std::env::var(THREADS_ENV).ok().and_then(|v| v.trim().parse::<usize>().ok()).filter(|&n| n > 0) {
+    if let Some(n) = std::env::var(THREADS_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+    {
         return n;
     }
     physical_cores()
@@ -356,14 +389,20 @@ pub fn default_threads() -> usize {
 /// aware, from `available_parallelism`) divided by the SMT width read from Linux sysfs;
 /// the logical count elsewhere.
 pub fn physical_cores() -> usize {
-    let logical = thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let logical = thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
     (logical / smt_width()).max(1)
 }
 
 /// Hardware threads per core (1 when unknown).
 fn smt_width() -> usize {
-    let siblings = std::fs::read_to_string("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list");
-    siblings.map(|list| count_cpu_list(list.trim())).unwrap_or(1).max(1)
+    let siblings =
+        std::fs::read_to_string("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list");
+    siblings
+        .map(|list| count_cpu_list(list.trim()))
+        .unwrap_or(1)
+        .max(1)
 }
 
 /// The number of CPUs in a Linux CPU list such as `0,64` or `0-1`.
@@ -396,7 +435,10 @@ mod tests {
                         hits[i].fetch_add(1, Ordering::Relaxed);
                     }
                 });
-                assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1), "threads {threads} n {n}");
+                assert!(
+                    hits.iter().all(|h| h.load(Ordering::Relaxed) == 1),
+                    "threads {threads} n {n}"
+                );
             }
         }
     }

@@ -60,5 +60,10 @@ pub use memory::{DeviceBlock, DeviceMemory};
 pub use options::{ADAPTER_ENV, GpuOptions};
 pub use storage::GpuStorage;
 
+/// The README's example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 /// The name of this backend and of its device storage.
 pub const BACKEND_NAME: &str = "wgpu";

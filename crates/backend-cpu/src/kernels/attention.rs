@@ -12,6 +12,7 @@ use std::ops::Range;
 
 use half::f16;
 
+use crate::kernels::reduce::max_row;
 use crate::math;
 use crate::simd::{Lane, Simd, simd_dispatch};
 
@@ -71,7 +72,10 @@ pub(crate) struct Scratch {
 impl Scratch {
     /// Zeroed scratch.
     pub(crate) fn new() -> Scratch {
-        Scratch { scores: [0.0; MAX_ROWS * BLOCK], acc: [0.0; MAX_ROWS * MAX_HEAD_DIM] }
+        Scratch {
+            scores: [0.0; MAX_ROWS * BLOCK],
+            acc: [0.0; MAX_ROWS * MAX_HEAD_DIM],
+        }
     }
 }
 
@@ -95,10 +99,18 @@ fn attend_tile<S: Simd>(
     out: &mut [f32],
 ) {
     match (k, v) {
-        (KvData::F16(k), KvData::F16(v)) => attend::<S, f16, f16>(s, tile, k, kr, v, vr, scratch, out),
-        (KvData::F32(k), KvData::F32(v)) => attend::<S, f32, f32>(s, tile, k, kr, v, vr, scratch, out),
-        (KvData::F16(k), KvData::F32(v)) => attend::<S, f16, f32>(s, tile, k, kr, v, vr, scratch, out),
-        (KvData::F32(k), KvData::F16(v)) => attend::<S, f32, f16>(s, tile, k, kr, v, vr, scratch, out),
+        (KvData::F16(k), KvData::F16(v)) => {
+            attend::<S, f16, f16>(s, tile, k, kr, v, vr, scratch, out)
+        }
+        (KvData::F32(k), KvData::F32(v)) => {
+            attend::<S, f32, f32>(s, tile, k, kr, v, vr, scratch, out)
+        }
+        (KvData::F16(k), KvData::F32(v)) => {
+            attend::<S, f16, f32>(s, tile, k, kr, v, vr, scratch, out)
+        }
+        (KvData::F32(k), KvData::F16(v)) => {
+            attend::<S, f32, f16>(s, tile, k, kr, v, vr, scratch, out)
+        }
     }
 }
 
@@ -151,13 +163,17 @@ fn attend<S: Simd, K: Lane, V: Lane>(
             if let Some(cap) = tile.softcap {
                 soft_cap(s, sc, cap);
             }
-            let block_max = sc.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+            let block_max = max_row(s, sc);
             let m_new = m[r].max(block_max);
             if m_new == f32::NEG_INFINITY {
                 sc.fill(0.0);
                 continue;
             }
-            let correction = if m[r] == f32::NEG_INFINITY { 0.0 } else { (m[r] - m_new).exp() };
+            let correction = if m[r] == f32::NEG_INFINITY {
+                0.0
+            } else {
+                (m[r] - m_new).exp()
+            };
             let sum = exp_shifted(s, sc, m_new);
             l[r] = l[r] * correction + sum;
             if correction != 1.0 {
@@ -192,9 +208,20 @@ fn attend<S: Simd, K: Lane, V: Lane>(
 /// Scores of `R` query rows (each `dp` values apart in `q`, zero padded) against one key
 /// row: `scores[r·BLOCK] = q_r · krow`. Returns `R`.
 #[inline(always)]
-fn dots<S: Simd, K: Lane, const R: usize>(s: S, q: &[f32], dp: usize, krow: &[K], scores: &mut [f32]) -> usize {
+fn dots<S: Simd, K: Lane, const R: usize>(
+    s: S,
+    q: &[f32],
+    dp: usize,
+    krow: &[K],
+    scores: &mut [f32],
+) -> usize {
     let d = krow.len();
-    assert!(d <= dp && dp % S::LANES == 0 && q.len() >= R * dp && scores.len() > (R - 1) * BLOCK);
+    assert!(
+        d <= dp
+            && dp.is_multiple_of(S::LANES)
+            && q.len() >= R * dp
+            && scores.len() > (R - 1) * BLOCK
+    );
     let full = d - d % S::LANES;
     let (qp, kp) = (q.as_ptr(), krow.as_ptr());
     let mut acc = [s.splat(0.0); R];

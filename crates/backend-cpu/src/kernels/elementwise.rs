@@ -133,7 +133,13 @@ pub(crate) fn unary_row_inplace<S: Simd>(s: S, op: UnaryOp, y: &mut [f32]) {
 
 /// `y = op(a, b)` over a row; either operand may be a broadcast scalar.
 #[inline(always)]
-pub(crate) fn binary_row<S: Simd>(s: S, op: BinaryOp, a: Operand<'_>, b: Operand<'_>, y: &mut [f32]) {
+pub(crate) fn binary_row<S: Simd>(
+    s: S,
+    op: BinaryOp,
+    a: Operand<'_>,
+    b: Operand<'_>,
+    y: &mut [f32],
+) {
     match (a, b) {
         (Operand::Row(a), Operand::Row(b)) => match op {
             BinaryOp::Add => map2!(s, a, b, y, |va, vb| s.add(va, vb)),

@@ -13,7 +13,10 @@ fn rope_interleaved_row<S: Simd>(s: S, y: &mut [f32], cos: &[f32], sin: &[f32]) 
     let mut done = 0;
     if S::LANES > 1 {
         let mut yc = y[..rd].chunks_exact_mut(S::LANES);
-        for ((yv, cv), sv) in (&mut yc).zip(cos.chunks_exact(S::LANES)).zip(sin.chunks_exact(S::LANES)) {
+        for ((yv, cv), sv) in (&mut yc)
+            .zip(cos.chunks_exact(S::LANES))
+            .zip(sin.chunks_exact(S::LANES))
+        {
             let v = s.load(yv);
             let r = s.mul_add(v, s.load(cv), s.mul(s.swap_pairs(v), s.load(sv)));
             s.store(yv, r);
@@ -43,7 +46,12 @@ fn rope_neox_row<S: Simd>(s: S, y: &mut [f32], cos: &[f32], sin: &[f32]) {
         s.store(lv, s.sub(s.mul(a, c), s.mul(b, sn)));
         s.store(hv, s.mul_add(a, sn, s.mul(b, c)));
     }
-    let tails = lc.into_remainder().iter_mut().zip(hc.into_remainder()).zip(cc.remainder()).zip(sc.remainder());
+    let tails = lc
+        .into_remainder()
+        .iter_mut()
+        .zip(hc.into_remainder())
+        .zip(cc.remainder())
+        .zip(sc.remainder());
     for (((l, h), c), sn) in tails {
         let (a, b) = (*l, *h);
         *l = a * c - b * sn;

@@ -9,7 +9,9 @@
 
 use tempra_tensor::{AttentionParams, DType, Result, Tensor};
 
-use crate::kernels::attention::{self as kernels, KvData, KvRows, MAX_HEAD_DIM, MAX_ROWS, Scratch, Tile, pad};
+use crate::kernels::attention::{
+    self as kernels, KvData, KvRows, MAX_HEAD_DIM, MAX_ROWS, Scratch, Tile, pad,
+};
 use crate::ops::{Exec, Outcome, input, output};
 
 /// Multiply-adds per task below which attention stays on one thread.
@@ -31,7 +33,11 @@ pub(crate) fn attention(
     }
     let (tq, hq, d) = (q.dims()[r - 3], q.dims()[r - 2], q.dims()[r - 1]);
     let (tk, hkv, dv) = (k.dims()[r - 3], k.dims()[r - 2], v.dims()[r - 1]);
-    let (ks, vs, qs) = (k.layout().strides(), v.layout().strides(), q.layout().strides());
+    let (ks, vs, qs) = (
+        k.layout().strides(),
+        v.layout().strides(),
+        q.layout().strides(),
+    );
     let unit_rows = (d <= 1 || ks[r - 1] == 1) && (dv <= 1 || vs[r - 1] == 1);
     if d > MAX_HEAD_DIM || dv > MAX_HEAD_DIM || hkv == 0 || hq % hkv != 0 || !unit_rows {
         return Ok(Outcome::Delegate);
@@ -46,7 +52,9 @@ pub(crate) fn attention(
         DType::F16 => input(v).map(KvData::F16),
         _ => None,
     };
-    let (Some(kd), Some(vd), Some(qd)) = (kd, vd, input::<f32>(q)) else { return Ok(Outcome::Delegate) };
+    let (Some(kd), Some(vd), Some(qd)) = (kd, vd, input::<f32>(q)) else {
+        return Ok(Outcome::Delegate);
+    };
     let group = hq / hkv;
     let lead_dims = &q.dims()[..r - 3];
     let n_lead: usize = lead_dims.iter().product();
@@ -61,7 +69,9 @@ pub(crate) fn attention(
         }
     }
     let rows = group / n_sub;
-    let Some(y) = output::<f32>(out) else { return Ok(Outcome::Delegate) };
+    let Some(y) = output::<f32>(out) else {
+        return Ok(Outcome::Delegate);
+    };
     if y.is_empty() {
         return Ok(Outcome::Done);
     }
@@ -69,7 +79,11 @@ pub(crate) fn attention(
     let keys_per_query = params.window.unwrap_or(tk).min(tk).max(1);
     let fmas_per_item = rows * keys_per_query * (d + dv);
     let min_items = MIN_TASK_FMAS.div_ceil(fmas_per_item.max(1));
-    let (q_off, k_off, v_off) = (q.layout().offset(), k.layout().offset(), v.layout().offset());
+    let (q_off, k_off, v_off) = (
+        q.layout().offset(),
+        k.layout().offset(),
+        v.layout().offset(),
+    );
     let lead_offset = |strides: &[usize], mut lead: usize| -> usize {
         let mut o = 0;
         for dim in (0..r - 3).rev() {
@@ -79,33 +93,47 @@ pub(crate) fn attention(
         o
     };
     let (dp, level, scale, softcap) = (pad(d), exec.level, params.scale, params.softcap);
-    exec.workers.parallel_chunks_mut(y, item_len, min_items, |items, part| {
-        let mut scratch = Scratch::new();
-        let mut qbuf = [0f32; MAX_ROWS * MAX_HEAD_DIM];
-        for (local, item) in items.enumerate() {
-            let sub = item % n_sub;
-            let rest = item / n_sub;
-            let kvh = rest % hkv;
-            let rest = rest / hkv;
-            let t = rest % tq;
-            let lead = rest / tq;
-            let h0 = kvh * group + sub * rows;
-            let q_row0 = q_off + lead_offset(qs, lead) + t * qs[r - 3];
-            for g in 0..rows {
-                let start = q_row0 + (h0 + g) * qs[r - 2];
-                for (e, slot) in qbuf[g * dp..g * dp + d].iter_mut().enumerate() {
-                    *slot = qd[start + e * qs[r - 1]] * scale;
+    exec.workers
+        .parallel_chunks_mut(y, item_len, min_items, |items, part| {
+            let mut scratch = Scratch::new();
+            let mut qbuf = [0f32; MAX_ROWS * MAX_HEAD_DIM];
+            for (local, item) in items.enumerate() {
+                let sub = item % n_sub;
+                let rest = item / n_sub;
+                let kvh = rest % hkv;
+                let rest = rest / hkv;
+                let t = rest % tq;
+                let lead = rest / tq;
+                let h0 = kvh * group + sub * rows;
+                let q_row0 = q_off + lead_offset(qs, lead) + t * qs[r - 3];
+                for g in 0..rows {
+                    let start = q_row0 + (h0 + g) * qs[r - 2];
+                    for (e, slot) in qbuf[g * dp..g * dp + d].iter_mut().enumerate() {
+                        *slot = qd[start + e * qs[r - 1]] * scale;
+                    }
                 }
+                let kr = KvRows {
+                    base: k_off + lead_offset(ks, lead) + kvh * ks[r - 2],
+                    stride: ks[r - 3],
+                    dim: d,
+                };
+                let vr = KvRows {
+                    base: v_off + lead_offset(vs, lead) + kvh * vs[r - 2],
+                    stride: vs[r - 3],
+                    dim: dv,
+                };
+                let q_pos = params.q_start + t;
+                let hi = (q_pos + 1).min(tk);
+                let lo = params.window.map_or(0, |w| (q_pos + 1).saturating_sub(w));
+                let tile = Tile {
+                    q: &qbuf[..rows * dp],
+                    rows,
+                    keys: lo..hi.max(lo),
+                    softcap,
+                };
+                let dst = &mut part[local * item_len..(local + 1) * item_len];
+                kernels::attend_tile_rows(level, &tile, kd, kr, vd, vr, &mut scratch, dst);
             }
-            let kr = KvRows { base: k_off + lead_offset(ks, lead) + kvh * ks[r - 2], stride: ks[r - 3], dim: d };
-            let vr = KvRows { base: v_off + lead_offset(vs, lead) + kvh * vs[r - 2], stride: vs[r - 3], dim: dv };
-            let q_pos = params.q_start + t;
-            let hi = (q_pos + 1).min(tk);
-            let lo = params.window.map_or(0, |w| (q_pos + 1).saturating_sub(w));
-            let tile = Tile { q: &qbuf[..rows * dp], rows, keys: lo..hi.max(lo), softcap };
-            let dst = &mut part[local * item_len..(local + 1) * item_len];
-            kernels::attend_tile_rows(level, &tile, kd, kr, vd, vr, &mut scratch, dst);
-        }
-    });
+        });
     Ok(Outcome::Done)
 }

@@ -14,9 +14,15 @@ const MIN_COPY_BYTES: usize = 1 << 18;
 /// Copies host bytes into the contiguous `out`.
 pub(crate) fn upload(exec: &Exec<'_>, src: &[u8], out: &mut Tensor) -> Result<Outcome> {
     let bb = out.dtype().block_bytes();
-    let Some(range) = out.layout().contiguous_range() else { return Ok(Outcome::Delegate) };
-    let Ok(bytes) = out.host_slice_mut::<u8>() else { return Ok(Outcome::Delegate) };
-    let Some(dst) = bytes.get_mut(range.start * bb..range.end * bb) else { return Ok(Outcome::Delegate) };
+    let Some(range) = out.layout().contiguous_range() else {
+        return Ok(Outcome::Delegate);
+    };
+    let Ok(bytes) = out.host_slice_mut::<u8>() else {
+        return Ok(Outcome::Delegate);
+    };
+    let Some(dst) = bytes.get_mut(range.start * bb..range.end * bb) else {
+        return Ok(Outcome::Delegate);
+    };
     if dst.len() != src.len() {
         return Err(TensorError::Argument {
             op: "upload",
@@ -24,7 +30,10 @@ pub(crate) fn upload(exec: &Exec<'_>, src: &[u8], out: &mut Tensor) -> Result<Ou
             reason: format!("{} bytes for an output of {}", src.len(), dst.len()),
         });
     }
-    exec.workers.parallel_chunks_mut(dst, 1, MIN_COPY_BYTES, |range, part| part.copy_from_slice(&src[range]));
+    exec.workers
+        .parallel_chunks_mut(dst, 1, MIN_COPY_BYTES, |range, part| {
+            part.copy_from_slice(&src[range])
+        });
     Ok(Outcome::Done)
 }
 
@@ -57,7 +66,11 @@ pub(crate) fn fill(exec: &Exec<'_>, out: &mut Tensor, value: f64) -> Result<Outc
 /// blocks of one block dtype, or dequantizing a block dtype into a float one.
 pub(crate) fn copy(exec: &Exec<'_>, src: &Tensor, dst: &mut Tensor) -> Result<Outcome> {
     if src.dims() != dst.dims() {
-        return Err(TensorError::ShapeMismatch { op: "copy", lhs: *src.shape(), rhs: *dst.shape() });
+        return Err(TensorError::ShapeMismatch {
+            op: "copy",
+            lhs: *src.shape(),
+            rhs: *dst.shape(),
+        });
     }
     let (sd, dd) = (src.dtype(), dst.dtype());
     match (sd.is_quantized(), dd.is_quantized()) {
@@ -66,7 +79,11 @@ pub(crate) fn copy(exec: &Exec<'_>, src: &Tensor, dst: &mut Tensor) -> Result<Ou
         (true, false) if dd == DType::F32 => dequantize(exec, src, dst),
         // Dequantizing into other dtypes or strided outputs: the reference.
         (true, false) => Ok(Outcome::Delegate),
-        _ => Err(TensorError::DTypeMismatch { op: "copy", lhs: sd, rhs: dd }),
+        _ => Err(TensorError::DTypeMismatch {
+            op: "copy",
+            lhs: sd,
+            rhs: dd,
+        }),
     }
 }
 
@@ -76,27 +93,51 @@ fn copy_plain(exec: &Exec<'_>, src: &Tensor, dst: &mut Tensor) -> Result<Outcome
     let level = exec.level;
     match (src.dtype(), dst.dtype()) {
         (DType::F16, DType::F32) => {
-            let Some(s) = input::<f16>(src) else { return Ok(Outcome::Delegate) };
+            let Some(s) = input::<f16>(src) else {
+                return Ok(Outcome::Delegate);
+            };
             copy_runs(exec, src, dst, |o, st, y: &mut [f32]| {
-                if st == 1 { convert::f16_to_f32(level, x_slice(s, o, y.len()), y) } else { gather_map(s, o, st, y, f16::to_f32) }
+                if st == 1 {
+                    convert::f16_to_f32(level, x_slice(s, o, y.len()), y)
+                } else {
+                    gather_map(s, o, st, y, f16::to_f32)
+                }
             })
         }
         (DType::BF16, DType::F32) => {
-            let Some(s) = input::<bf16>(src) else { return Ok(Outcome::Delegate) };
+            let Some(s) = input::<bf16>(src) else {
+                return Ok(Outcome::Delegate);
+            };
             copy_runs(exec, src, dst, |o, st, y: &mut [f32]| {
-                if st == 1 { convert::bf16_to_f32(level, x_slice(s, o, y.len()), y) } else { gather_map(s, o, st, y, bf16::to_f32) }
+                if st == 1 {
+                    convert::bf16_to_f32(level, x_slice(s, o, y.len()), y)
+                } else {
+                    gather_map(s, o, st, y, bf16::to_f32)
+                }
             })
         }
         (DType::F32, DType::F16) => {
-            let Some(s) = input::<f32>(src) else { return Ok(Outcome::Delegate) };
+            let Some(s) = input::<f32>(src) else {
+                return Ok(Outcome::Delegate);
+            };
             copy_runs(exec, src, dst, |o, st, y: &mut [f16]| {
-                if st == 1 { convert::f32_to_f16(level, x_slice(s, o, y.len()), y) } else { gather_map(s, o, st, y, f16::from_f32) }
+                if st == 1 {
+                    convert::f32_to_f16(level, x_slice(s, o, y.len()), y)
+                } else {
+                    gather_map(s, o, st, y, f16::from_f32)
+                }
             })
         }
         (DType::F32, DType::BF16) => {
-            let Some(s) = input::<f32>(src) else { return Ok(Outcome::Delegate) };
+            let Some(s) = input::<f32>(src) else {
+                return Ok(Outcome::Delegate);
+            };
             copy_runs(exec, src, dst, |o, st, y: &mut [bf16]| {
-                if st == 1 { convert::f32_to_bf16(level, x_slice(s, o, y.len()), y) } else { gather_map(s, o, st, y, bf16::from_f32) }
+                if st == 1 {
+                    convert::f32_to_bf16(level, x_slice(s, o, y.len()), y)
+                } else {
+                    gather_map(s, o, st, y, bf16::from_f32)
+                }
             })
         }
         (a, b) if a == b => tempra_tensor::with_element_type!(a, T => {
@@ -141,7 +182,9 @@ fn copy_runs<T: Element>(
     if dst_layout.is_contiguous() {
         let walk = Walk::new([src.layout()]);
         let stride = walk.inner_strides()[0];
-        let Some(y) = output::<T>(dst) else { return Ok(Outcome::Delegate) };
+        let Some(y) = output::<T>(dst) else {
+            return Ok(Outcome::Delegate);
+        };
         let min = (MIN_CHEAP * 4 / size_of::<T>()).max(1);
         exec.workers.parallel_chunks_mut(y, 1, min, |range, part| {
             let mut pos = 0;
@@ -154,7 +197,9 @@ fn copy_runs<T: Element>(
     }
     let walk = Walk::new([src.layout(), &dst_layout]);
     let [ss, ds] = walk.inner_strides();
-    let Ok(y) = dst.host_slice_mut::<T>() else { return Ok(Outcome::Delegate) };
+    let Ok(y) = dst.host_slice_mut::<T>() else {
+        return Ok(Outcome::Delegate);
+    };
     let mut buf = [T::from_f64(0.0); 256];
     walk.for_each_run(0..n, |[so, d0], len| {
         let mut done = 0;
@@ -176,7 +221,12 @@ fn copy_runs<T: Element>(
 
 /// Any plain dtype pair not specialised above, through f64 (exactly the reference's
 /// conversions: round to nearest for floats, saturating truncation for integers).
-fn copy_via_f64<S: Element>(exec: &Exec<'_>, s: &[S], src: &Tensor, dst: &mut Tensor) -> Result<Outcome> {
+fn copy_via_f64<S: Element>(
+    exec: &Exec<'_>,
+    s: &[S],
+    src: &Tensor,
+    dst: &mut Tensor,
+) -> Result<Outcome> {
     tempra_tensor::with_element_type!(dst.dtype(), D => {
         copy_runs(exec, src, dst, |o, st, y: &mut [D]| {
             let mut buf = [0f64; 64];
@@ -195,8 +245,12 @@ fn copy_blocks(src: &Tensor, dst: &mut Tensor) -> Result<Outcome> {
     let dst_layout = *dst.layout();
     let walk = Walk::new([src.layout(), &dst_layout]);
     let [ss, ds] = walk.inner_strides();
-    let Ok(s) = src.storage().host_bytes() else { return Ok(Outcome::Delegate) };
-    let Ok(d) = dst.host_slice_mut::<u8>() else { return Ok(Outcome::Delegate) };
+    let Ok(s) = src.storage().host_bytes() else {
+        return Ok(Outcome::Delegate);
+    };
+    let Ok(d) = dst.host_slice_mut::<u8>() else {
+        return Ok(Outcome::Delegate);
+    };
     walk.for_each_run(0..walk.count(), |[so, d0], len| {
         if ss == 1 && ds == 1 {
             d[d0 * bb..(d0 + len) * bb].copy_from_slice(&s[so * bb..(so + len) * bb]);
@@ -219,25 +273,31 @@ fn dequantize(exec: &Exec<'_>, src: &Tensor, dst: &mut Tensor) -> Result<Outcome
     let blocks = d / bl;
     let starts = Walk::new([&crate::ops::row_starts(src.layout())]);
     let stride = starts.inner_strides()[0];
-    let Ok(bytes) = src.storage().host_bytes() else { return Ok(Outcome::Delegate) };
-    let Some(y) = output::<f32>(dst) else { return Ok(Outcome::Delegate) };
+    let Ok(bytes) = src.storage().host_bytes() else {
+        return Ok(Outcome::Delegate);
+    };
+    let Some(y) = output::<f32>(dst) else {
+        return Ok(Outcome::Delegate);
+    };
     if d == 0 {
         return Ok(Outcome::Done);
     }
     let result = std::sync::Mutex::new(Ok(()));
-    exec.workers.parallel_chunks_mut(y, d, min_rows(d, MIN_CHEAP / 4), |rows, part| {
-        let mut r = 0;
-        starts.for_each_run(rows, |[o], len| {
-            for i in 0..len {
-                let unit = o + i * stride;
-                let row = &bytes[unit * bb..(unit + blocks) * bb];
-                if let Err(e) = quant::dequantize_row(dtype, row, &mut part[r * d..(r + 1) * d]) {
-                    *result.lock().unwrap_or_else(|p| p.into_inner()) = Err(e);
+    exec.workers
+        .parallel_chunks_mut(y, d, min_rows(d, MIN_CHEAP / 4), |rows, part| {
+            let mut r = 0;
+            starts.for_each_run(rows, |[o], len| {
+                for i in 0..len {
+                    let unit = o + i * stride;
+                    let row = &bytes[unit * bb..(unit + blocks) * bb];
+                    if let Err(e) = quant::dequantize_row(dtype, row, &mut part[r * d..(r + 1) * d])
+                    {
+                        *result.lock().unwrap_or_else(|p| p.into_inner()) = Err(e);
+                    }
+                    r += 1;
                 }
-                r += 1;
-            }
+            });
         });
-    });
     result.into_inner().unwrap_or_else(|p| p.into_inner())?;
     Ok(Outcome::Done)
 }

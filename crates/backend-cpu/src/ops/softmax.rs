@@ -10,11 +10,23 @@ pub(crate) fn softmax(exec: &Exec<'_>, x: &Tensor, log: bool, out: &mut Tensor) 
     if x.dtype() != DType::F32 || x.rank() == 0 {
         return Ok(Outcome::Delegate);
     }
-    let Some(xs) = input::<f32>(x) else { return Ok(Outcome::Delegate) };
-    let Some(y) = output::<f32>(out) else { return Ok(Outcome::Delegate) };
+    let Some(xs) = input::<f32>(x) else {
+        return Ok(Outcome::Delegate);
+    };
+    let Some(y) = output::<f32>(out) else {
+        return Ok(Outcome::Delegate);
+    };
     let level = exec.level;
     let d = x.shape().last();
     let op = if log { "log_softmax" } else { "softmax" };
-    map_rows(exec, op, xs, x.layout(), y, min_rows(d, MIN_HEAVY), |row, y| kernels::softmax(level, row, log, y))?;
+    map_rows(
+        exec,
+        op,
+        xs,
+        x.layout(),
+        y,
+        min_rows(d, MIN_HEAVY),
+        |row, y| kernels::softmax(level, row, log, y),
+    )?;
     Ok(Outcome::Done)
 }

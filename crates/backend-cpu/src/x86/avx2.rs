@@ -53,16 +53,21 @@ impl Simd for Avx2 {
 
     #[inline(always)]
     fn splat(self, x: f32) -> __m256 {
+        // SAFETY: the token proves the CPU has the AVX2/FMA/F16C features (impl comment).
         unsafe { _mm256_set1_ps(x) }
     }
     #[inline(always)]
     fn load(self, src: &[f32]) -> __m256 {
         let src = &src[..8];
+        // SAFETY: the token proves the CPU has the AVX2/FMA/F16C features (impl comment); memory is
+        // only accessed through the slice cut to the vector length above.
         unsafe { _mm256_loadu_ps(src.as_ptr()) }
     }
     #[inline(always)]
     fn store(self, dst: &mut [f32], v: __m256) {
         let dst = &mut dst[..8];
+        // SAFETY: the token proves the CPU has the AVX2/FMA/F16C features (impl comment); memory is
+        // only accessed through the slice cut to the vector length above.
         unsafe { _mm256_storeu_ps(dst.as_mut_ptr(), v) }
     }
     #[inline(always)]
@@ -78,16 +83,27 @@ impl Simd for Avx2 {
     #[inline(always)]
     fn load_f16(self, src: &[u16]) -> __m256 {
         let src = &src[..8];
+        // SAFETY: the token proves the CPU has the AVX2/FMA/F16C features (impl comment); memory is
+        // only accessed through the slice cut to the vector length above.
         unsafe { _mm256_cvtph_ps(_mm_loadu_si128(src.as_ptr().cast())) }
     }
     #[inline(always)]
     fn store_f16(self, dst: &mut [u16], v: __m256) {
         let dst = &mut dst[..8];
-        unsafe { _mm_storeu_si128(dst.as_mut_ptr().cast(), _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v)) }
+        // SAFETY: the token proves the CPU has the AVX2/FMA/F16C features (impl comment); memory is
+        // only accessed through the slice cut to the vector length above.
+        unsafe {
+            _mm_storeu_si128(
+                dst.as_mut_ptr().cast(),
+                _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v),
+            )
+        }
     }
     #[inline(always)]
     fn load_bf16(self, src: &[u16]) -> __m256 {
         let src = &src[..8];
+        // SAFETY: the token proves the CPU has the AVX2/FMA/F16C features (impl comment); memory is
+        // only accessed through the slice cut to the vector length above.
         unsafe {
             let wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(src.as_ptr().cast()));
             _mm256_castsi256_ps(_mm256_slli_epi32::<16>(wide))
@@ -96,6 +112,8 @@ impl Simd for Avx2 {
     #[inline(always)]
     fn store_bf16(self, dst: &mut [u16], v: __m256) {
         let dst = &mut dst[..8];
+        // SAFETY: the token proves the CPU has the AVX2/FMA/F16C features (impl comment); memory is
+        // only accessed through the slice cut to the vector length above.
         unsafe {
             let bits = _mm256_castps_si256(v);
             let odd = _mm256_and_si256(_mm256_srli_epi32::<16>(bits), _mm256_set1_epi32(1));
@@ -113,46 +131,57 @@ impl Simd for Avx2 {
     }
     #[inline(always)]
     fn add(self, a: __m256, b: __m256) -> __m256 {
+        // SAFETY: the token proves the CPU has the AVX2/FMA/F16C features (impl comment).
         unsafe { _mm256_add_ps(a, b) }
     }
     #[inline(always)]
     fn sub(self, a: __m256, b: __m256) -> __m256 {
+        // SAFETY: the token proves the CPU has the AVX2/FMA/F16C features (impl comment).
         unsafe { _mm256_sub_ps(a, b) }
     }
     #[inline(always)]
     fn mul(self, a: __m256, b: __m256) -> __m256 {
+        // SAFETY: the token proves the CPU has the AVX2/FMA/F16C features (impl comment).
         unsafe { _mm256_mul_ps(a, b) }
     }
     #[inline(always)]
     fn div(self, a: __m256, b: __m256) -> __m256 {
+        // SAFETY: the token proves the CPU has the AVX2/FMA/F16C features (impl comment).
         unsafe { _mm256_div_ps(a, b) }
     }
     #[inline(always)]
     fn mul_add(self, a: __m256, b: __m256, c: __m256) -> __m256 {
+        // SAFETY: the token proves the CPU has the AVX2/FMA/F16C features (impl comment).
         unsafe { _mm256_fmadd_ps(a, b, c) }
     }
     #[inline(always)]
     fn max(self, a: __m256, b: __m256) -> __m256 {
+        // SAFETY: the token proves the CPU has the AVX2/FMA/F16C features (impl comment).
         unsafe { _mm256_max_ps(a, b) }
     }
     #[inline(always)]
     fn min(self, a: __m256, b: __m256) -> __m256 {
+        // SAFETY: the token proves the CPU has the AVX2/FMA/F16C features (impl comment).
         unsafe { _mm256_min_ps(a, b) }
     }
     #[inline(always)]
     fn sqrt(self, a: __m256) -> __m256 {
+        // SAFETY: the token proves the CPU has the AVX2/FMA/F16C features (impl comment).
         unsafe { _mm256_sqrt_ps(a) }
     }
     #[inline(always)]
     fn abs(self, a: __m256) -> __m256 {
+        // SAFETY: the token proves the CPU has the AVX2/FMA/F16C features (impl comment).
         unsafe { _mm256_andnot_ps(_mm256_castsi256_ps(_mm256_set1_epi32(SIGN)), a) }
     }
     #[inline(always)]
     fn neg(self, a: __m256) -> __m256 {
+        // SAFETY: the token proves the CPU has the AVX2/FMA/F16C features (impl comment).
         unsafe { _mm256_xor_ps(_mm256_castsi256_ps(_mm256_set1_epi32(SIGN)), a) }
     }
     #[inline(always)]
     fn copysign(self, a: __m256, sign: __m256) -> __m256 {
+        // SAFETY: the token proves the CPU has the AVX2/FMA/F16C features (impl comment).
         unsafe {
             let mask = _mm256_castsi256_ps(_mm256_set1_epi32(SIGN));
             _mm256_or_ps(_mm256_andnot_ps(mask, a), _mm256_and_ps(mask, sign))
@@ -160,14 +189,17 @@ impl Simd for Avx2 {
     }
     #[inline(always)]
     fn round(self, a: __m256) -> __m256 {
+        // SAFETY: the token proves the CPU has the AVX2/FMA/F16C features (impl comment).
         unsafe { _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(a) }
     }
     #[inline(always)]
     fn floor(self, a: __m256) -> __m256 {
+        // SAFETY: the token proves the CPU has the AVX2/FMA/F16C features (impl comment).
         unsafe { _mm256_floor_ps(a) }
     }
     #[inline(always)]
     fn pow2i(self, n: __m256) -> __m256 {
+        // SAFETY: the token proves the CPU has the AVX2/FMA/F16C features (impl comment).
         unsafe {
             let e = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
             _mm256_castsi256_ps(_mm256_slli_epi32::<23>(e))
@@ -175,6 +207,7 @@ impl Simd for Avx2 {
     }
     #[inline(always)]
     fn frexp(self, a: __m256) -> (__m256, __m256) {
+        // SAFETY: the token proves the CPU has the AVX2/FMA/F16C features (impl comment).
         unsafe {
             let bits = _mm256_castps_si256(a);
             let m = _mm256_or_si256(
@@ -190,37 +223,47 @@ impl Simd for Avx2 {
     }
     #[inline(always)]
     fn lt(self, a: __m256, b: __m256) -> __m256 {
+        // SAFETY: the token proves the CPU has the AVX2/FMA/F16C features (impl comment).
         unsafe { _mm256_cmp_ps::<_CMP_LT_OQ>(a, b) }
     }
     #[inline(always)]
     fn eq(self, a: __m256, b: __m256) -> __m256 {
+        // SAFETY: the token proves the CPU has the AVX2/FMA/F16C features (impl comment).
         unsafe { _mm256_cmp_ps::<_CMP_EQ_OQ>(a, b) }
     }
     #[inline(always)]
     fn unord(self, a: __m256, b: __m256) -> __m256 {
+        // SAFETY: the token proves the CPU has the AVX2/FMA/F16C features (impl comment).
         unsafe { _mm256_cmp_ps::<_CMP_UNORD_Q>(a, b) }
     }
     #[inline(always)]
     fn select(self, m: __m256, a: __m256, b: __m256) -> __m256 {
+        // SAFETY: the token proves the CPU has the AVX2/FMA/F16C features (impl comment).
         unsafe { _mm256_blendv_ps(b, a, m) }
     }
     #[inline(always)]
     fn first_set(self, m: __m256) -> Option<usize> {
+        // SAFETY: the token proves the CPU has the AVX2/FMA/F16C features (impl comment).
         let bits = unsafe { _mm256_movemask_ps(m) } as u32;
         (bits != 0).then(|| bits.trailing_zeros() as usize)
     }
     #[inline(always)]
     fn swap_pairs(self, a: __m256) -> __m256 {
+        // SAFETY: the token proves the CPU has the AVX2/FMA/F16C features (impl comment).
         unsafe { _mm256_permute_ps::<0b1011_0001>(a) }
     }
     #[inline(always)]
     fn reduce_add(self, a: __m256) -> f32 {
         // The same association as `hadd_x8`, so one row reduces to the same bits alone or
         // in a group of eight: ((a0+a1)+(a2+a3)) + ((a4+a5)+(a6+a7)).
+        // SAFETY: the token proves the CPU has the AVX2/FMA/F16C features (impl comment).
         unsafe {
             let x = _mm256_hadd_ps(a, a);
             let x = _mm256_hadd_ps(x, x);
-            _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(x), _mm256_extractf128_ps::<1>(x)))
+            _mm_cvtss_f32(_mm_add_ss(
+                _mm256_castps256_ps128(x),
+                _mm256_extractf128_ps::<1>(x),
+            ))
         }
     }
     #[inline(always)]
@@ -232,6 +275,7 @@ impl Simd for Avx2 {
     }
     #[inline(always)]
     fn reduce_max(self, a: __m256) -> f32 {
+        // SAFETY: the token proves the CPU has the AVX2/FMA/F16C features (impl comment).
         unsafe {
             let x = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps::<1>(a));
             let x = _mm_max_ps(x, _mm_movehl_ps(x, x));
@@ -241,6 +285,7 @@ impl Simd for Avx2 {
     }
     #[inline(always)]
     fn reduce_min(self, a: __m256) -> f32 {
+        // SAFETY: the token proves the CPU has the AVX2/FMA/F16C features (impl comment).
         unsafe {
             let x = _mm_min_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps::<1>(a));
             let x = _mm_min_ps(x, _mm_movehl_ps(x, x));

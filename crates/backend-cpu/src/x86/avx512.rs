@@ -35,16 +35,21 @@ impl Simd for Avx512 {
 
     #[inline(always)]
     fn splat(self, x: f32) -> __m512 {
+        // SAFETY: the token proves the CPU has the AVX-512 features (impl comment).
         unsafe { _mm512_set1_ps(x) }
     }
     #[inline(always)]
     fn load(self, src: &[f32]) -> __m512 {
         let src = &src[..16];
+        // SAFETY: the token proves the CPU has the AVX-512 features (impl comment); memory is
+        // only accessed through the slice cut to the vector length above.
         unsafe { _mm512_loadu_ps(src.as_ptr()) }
     }
     #[inline(always)]
     fn store(self, dst: &mut [f32], v: __m512) {
         let dst = &mut dst[..16];
+        // SAFETY: the token proves the CPU has the AVX-512 features (impl comment); memory is
+        // only accessed through the slice cut to the vector length above.
         unsafe { _mm512_storeu_ps(dst.as_mut_ptr(), v) }
     }
     #[inline(always)]
@@ -60,11 +65,15 @@ impl Simd for Avx512 {
     #[inline(always)]
     fn load_f16(self, src: &[u16]) -> __m512 {
         let src = &src[..16];
+        // SAFETY: the token proves the CPU has the AVX-512 features (impl comment); memory is
+        // only accessed through the slice cut to the vector length above.
         unsafe { _mm512_cvtph_ps(_mm256_loadu_si256(src.as_ptr().cast())) }
     }
     #[inline(always)]
     fn store_f16(self, dst: &mut [u16], v: __m512) {
         let dst = &mut dst[..16];
+        // SAFETY: the token proves the CPU has the AVX-512 features (impl comment); memory is
+        // only accessed through the slice cut to the vector length above.
         unsafe {
             let h = _mm512_cvtps_ph::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(v);
             _mm256_storeu_si256(dst.as_mut_ptr().cast(), h)
@@ -73,6 +82,8 @@ impl Simd for Avx512 {
     #[inline(always)]
     fn load_bf16(self, src: &[u16]) -> __m512 {
         let src = &src[..16];
+        // SAFETY: the token proves the CPU has the AVX-512 features (impl comment); memory is
+        // only accessed through the slice cut to the vector length above.
         unsafe {
             let wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(src.as_ptr().cast()));
             _mm512_castsi512_ps(_mm512_slli_epi32::<16>(wide))
@@ -81,6 +92,8 @@ impl Simd for Avx512 {
     #[inline(always)]
     fn store_bf16(self, dst: &mut [u16], v: __m512) {
         let dst = &mut dst[..16];
+        // SAFETY: the token proves the CPU has the AVX-512 features (impl comment); memory is
+        // only accessed through the slice cut to the vector length above.
         unsafe {
             let bits = _mm512_castps_si512(v);
             let odd = _mm512_and_si512(_mm512_srli_epi32::<16>(bits), _mm512_set1_epi32(1));
@@ -94,46 +107,62 @@ impl Simd for Avx512 {
     }
     #[inline(always)]
     fn add(self, a: __m512, b: __m512) -> __m512 {
+        // SAFETY: the token proves the CPU has the AVX-512 features (impl comment).
         unsafe { _mm512_add_ps(a, b) }
     }
     #[inline(always)]
     fn sub(self, a: __m512, b: __m512) -> __m512 {
+        // SAFETY: the token proves the CPU has the AVX-512 features (impl comment).
         unsafe { _mm512_sub_ps(a, b) }
     }
     #[inline(always)]
     fn mul(self, a: __m512, b: __m512) -> __m512 {
+        // SAFETY: the token proves the CPU has the AVX-512 features (impl comment).
         unsafe { _mm512_mul_ps(a, b) }
     }
     #[inline(always)]
     fn div(self, a: __m512, b: __m512) -> __m512 {
+        // SAFETY: the token proves the CPU has the AVX-512 features (impl comment).
         unsafe { _mm512_div_ps(a, b) }
     }
     #[inline(always)]
     fn mul_add(self, a: __m512, b: __m512, c: __m512) -> __m512 {
+        // SAFETY: the token proves the CPU has the AVX-512 features (impl comment).
         unsafe { _mm512_fmadd_ps(a, b, c) }
     }
     #[inline(always)]
     fn max(self, a: __m512, b: __m512) -> __m512 {
+        // SAFETY: the token proves the CPU has the AVX-512 features (impl comment).
         unsafe { _mm512_max_ps(a, b) }
     }
     #[inline(always)]
     fn min(self, a: __m512, b: __m512) -> __m512 {
+        // SAFETY: the token proves the CPU has the AVX-512 features (impl comment).
         unsafe { _mm512_min_ps(a, b) }
     }
     #[inline(always)]
     fn sqrt(self, a: __m512) -> __m512 {
+        // SAFETY: the token proves the CPU has the AVX-512 features (impl comment).
         unsafe { _mm512_sqrt_ps(a) }
     }
     #[inline(always)]
     fn abs(self, a: __m512) -> __m512 {
+        // SAFETY: the token proves the CPU has the AVX-512 features (impl comment).
         unsafe { _mm512_abs_ps(a) }
     }
     #[inline(always)]
     fn neg(self, a: __m512) -> __m512 {
-        unsafe { _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_set1_epi32(SIGN))) }
+        // SAFETY: the token proves the CPU has the AVX-512 features (impl comment).
+        unsafe {
+            _mm512_castsi512_ps(_mm512_xor_si512(
+                _mm512_castps_si512(a),
+                _mm512_set1_epi32(SIGN),
+            ))
+        }
     }
     #[inline(always)]
     fn copysign(self, a: __m512, sign: __m512) -> __m512 {
+        // SAFETY: the token proves the CPU has the AVX-512 features (impl comment).
         unsafe {
             let mask = _mm512_set1_epi32(SIGN);
             let magnitude = _mm512_andnot_si512(mask, _mm512_castps_si512(a));
@@ -143,14 +172,17 @@ impl Simd for Avx512 {
     }
     #[inline(always)]
     fn round(self, a: __m512) -> __m512 {
+        // SAFETY: the token proves the CPU has the AVX-512 features (impl comment).
         unsafe { _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(a) }
     }
     #[inline(always)]
     fn floor(self, a: __m512) -> __m512 {
+        // SAFETY: the token proves the CPU has the AVX-512 features (impl comment).
         unsafe { _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC }>(a) }
     }
     #[inline(always)]
     fn pow2i(self, n: __m512) -> __m512 {
+        // SAFETY: the token proves the CPU has the AVX-512 features (impl comment).
         unsafe {
             let e = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127));
             _mm512_castsi512_ps(_mm512_slli_epi32::<23>(e))
@@ -158,6 +190,7 @@ impl Simd for Avx512 {
     }
     #[inline(always)]
     fn frexp(self, a: __m512) -> (__m512, __m512) {
+        // SAFETY: the token proves the CPU has the AVX-512 features (impl comment).
         unsafe {
             let bits = _mm512_castps_si512(a);
             let m = _mm512_or_si512(
@@ -173,18 +206,22 @@ impl Simd for Avx512 {
     }
     #[inline(always)]
     fn lt(self, a: __m512, b: __m512) -> __mmask16 {
+        // SAFETY: the token proves the CPU has the AVX-512 features (impl comment).
         unsafe { _mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, b) }
     }
     #[inline(always)]
     fn eq(self, a: __m512, b: __m512) -> __mmask16 {
+        // SAFETY: the token proves the CPU has the AVX-512 features (impl comment).
         unsafe { _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(a, b) }
     }
     #[inline(always)]
     fn unord(self, a: __m512, b: __m512) -> __mmask16 {
+        // SAFETY: the token proves the CPU has the AVX-512 features (impl comment).
         unsafe { _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(a, b) }
     }
     #[inline(always)]
     fn select(self, m: __mmask16, a: __m512, b: __m512) -> __m512 {
+        // SAFETY: the token proves the CPU has the AVX-512 features (impl comment).
         unsafe { _mm512_mask_blend_ps(m, b, a) }
     }
     #[inline(always)]
@@ -193,18 +230,23 @@ impl Simd for Avx512 {
     }
     #[inline(always)]
     fn swap_pairs(self, a: __m512) -> __m512 {
+        // SAFETY: the token proves the CPU has the AVX-512 features (impl comment).
         unsafe { _mm512_permute_ps::<0b1011_0001>(a) }
     }
     #[inline(always)]
     fn reduce_add(self, a: __m512) -> f32 {
         // Halves first, then the AVX2 order: the same association as `reduce_add_x8`.
+        // SAFETY: the token proves the CPU has the AVX-512 features (impl comment).
         unsafe {
             let lo = _mm512_castps512_ps256(a);
             let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(a)));
             let x = _mm256_add_ps(lo, hi);
             let x = _mm256_hadd_ps(x, x);
             let x = _mm256_hadd_ps(x, x);
-            _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(x), _mm256_extractf128_ps::<1>(x)))
+            _mm_cvtss_f32(_mm_add_ss(
+                _mm256_castps256_ps128(x),
+                _mm256_extractf128_ps::<1>(x),
+            ))
         }
     }
     #[inline(always)]
@@ -212,6 +254,7 @@ impl Simd for Avx512 {
         let mut out = [0f32; 8];
         // SAFETY: see the impl comment; `out` holds 8 f32. Each vector is first folded to
         // 256 bits (its two halves added), then reduced by the AVX2 tree.
+        // SAFETY: the token proves the CPU has the AVX-512 features (impl comment).
         unsafe {
             let halves = v.map(|x| {
                 let lo = _mm512_castps512_ps256(x);
@@ -224,10 +267,12 @@ impl Simd for Avx512 {
     }
     #[inline(always)]
     fn reduce_max(self, a: __m512) -> f32 {
+        // SAFETY: the token proves the CPU has the AVX-512 features (impl comment).
         unsafe { _mm512_reduce_max_ps(a) }
     }
     #[inline(always)]
     fn reduce_min(self, a: __m512) -> f32 {
+        // SAFETY: the token proves the CPU has the AVX-512 features (impl comment).
         unsafe { _mm512_reduce_min_ps(a) }
     }
 }

@@ -30,9 +30,20 @@ pub fn cpus() -> Vec<Cpu> {
     let mut out = Vec::new();
     for isa in Isa::available() {
         for threads in [1, 2] {
-            let backend = CpuBackend::with_config(HostPool::host(), CpuConfig { isa: Some(isa), threads: Some(threads) })
-                .expect("available ISA");
-            out.push(Cpu { name: format!("{isa}/{threads}t"), isa, threads, ctx: ExecContext::new(Arc::new(backend)) });
+            let backend = CpuBackend::with_config(
+                HostPool::host(),
+                CpuConfig {
+                    isa: Some(isa),
+                    threads: Some(threads),
+                },
+            )
+            .expect("available ISA");
+            out.push(Cpu {
+                name: format!("{isa}/{threads}t"),
+                isa,
+                threads,
+                ctx: ExecContext::new(Arc::new(backend)),
+            });
         }
     }
     out
@@ -48,12 +59,14 @@ pub fn reference() -> ExecContext {
 pub fn norm_err(a: &Tensor, b: &Tensor) -> f64 {
     assert_eq!(a.dims(), b.dims(), "shapes differ");
     let (a, b) = (a.to_vec_f64().unwrap(), b.to_vec_f64().unwrap());
-    let scale = b.iter().filter(|v| v.is_finite()).fold(0.0f64, |m, v| m.max(v.abs())).max(1e-6);
+    let scale = b
+        .iter()
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, |m, v| m.max(v.abs()))
+        .max(1e-6);
     let mut worst = 0.0f64;
     for (x, y) in a.iter().zip(&b) {
-        let e = if x.is_nan() && y.is_nan() {
-            0.0
-        } else if x == y {
+        let e = if (x.is_nan() && y.is_nan()) || x == y {
             0.0
         } else if x.is_nan() || y.is_nan() || x.is_infinite() || y.is_infinite() {
             f64::INFINITY
@@ -76,7 +89,10 @@ pub fn assert_close(got: &Tensor, want: &Tensor, tol: f64, what: &str) {
 #[track_caller]
 pub fn assert_bitwise(a: &Tensor, b: &Tensor, what: &str) {
     let (x, y) = (a.to_vec_f64().unwrap(), b.to_vec_f64().unwrap());
-    let same = x.len() == y.len() && x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits() || (p.is_nan() && q.is_nan()));
+    let same = x.len() == y.len()
+        && x.iter()
+            .zip(&y)
+            .all(|(p, q)| p.to_bits() == q.to_bits() || (p.is_nan() && q.is_nan()));
     assert!(same, "{what}: threaded and single-threaded results differ");
 }
 
@@ -94,7 +110,9 @@ pub fn check(what: &str, tol: f64, op: impl Fn(&ExecContext) -> Result<Tensor>) 
         let got = op(&cpu.ctx).unwrap_or_else(|e| panic!("{what} [{}]: {e}", cpu.name));
         assert_close(&got, &want, tol, &format!("{what} [{}]", cpu.name));
         match &single {
-            Some((isa, first)) if *isa == cpu.isa => assert_bitwise(&got, first, &format!("{what} [{}]", cpu.name)),
+            Some((isa, first)) if *isa == cpu.isa => {
+                assert_bitwise(&got, first, &format!("{what} [{}]", cpu.name))
+            }
             _ => single = Some((cpu.isa, got)),
         }
     }

@@ -128,6 +128,42 @@ impl ModelWeights {
         })
     }
 
+    /// The same weights with every tensor passed through `f` (e.g. dequantized, or made
+    /// trainable variables); `rope_freqs` is kept as it is.
+    pub fn map(&self, mut f: impl FnMut(&Var) -> Result<Var>) -> Result<ModelWeights> {
+        fn opt(v: &Option<Var>, f: &mut impl FnMut(&Var) -> Result<Var>) -> Result<Option<Var>> {
+            v.as_ref().map(f).transpose()
+        }
+        let mut layers = Vec::with_capacity(self.layers.len());
+        for l in &self.layers {
+            layers.push(LayerWeights {
+                attn_norm: f(&l.attn_norm)?,
+                wq: f(&l.wq)?,
+                wk: f(&l.wk)?,
+                wv: f(&l.wv)?,
+                wo: f(&l.wo)?,
+                bq: opt(&l.bq, &mut f)?,
+                bk: opt(&l.bk, &mut f)?,
+                bv: opt(&l.bv, &mut f)?,
+                q_norm: opt(&l.q_norm, &mut f)?,
+                k_norm: opt(&l.k_norm, &mut f)?,
+                post_attn_norm: opt(&l.post_attn_norm, &mut f)?,
+                ffn_norm: f(&l.ffn_norm)?,
+                gate: f(&l.gate)?,
+                up: f(&l.up)?,
+                down: f(&l.down)?,
+                post_ffn_norm: opt(&l.post_ffn_norm, &mut f)?,
+            });
+        }
+        Ok(ModelWeights {
+            token_embd: f(&self.token_embd)?,
+            output_norm: f(&self.output_norm)?,
+            output: opt(&self.output, &mut f)?,
+            rope_freqs: self.rope_freqs.clone(),
+            layers,
+        })
+    }
+
     /// The output head (the token embedding when tied).
     pub fn head(&self) -> &Var {
         self.output.as_ref().unwrap_or(&self.token_embd)

@@ -1,6 +1,7 @@
 //! `TokenTable`: every token's bytes in one buffer, with an open-addressing index from
 //! bytes to id. One allocation for the texts, one for the index; lookups by `&[u8]`
-//! allocate nothing.
+//! allocate nothing, and each slot keeps 32 bits of its text's hash so that a probe
+//! compares bytes only on a likely match (most tokenizer lookups miss).
 
 /// Token texts and a text → id index.
 #[derive(Clone, Debug)]
@@ -9,8 +10,9 @@ pub(crate) struct TokenTable {
     bytes: Vec<u8>,
     /// `offsets[id]..offsets[id + 1]` is token `id`'s text.
     offsets: Vec<usize>,
-    /// Slot `i` holds `id + 1`, or 0 when empty. Length: a power of two.
-    slots: Vec<u32>,
+    /// Slot `i` holds `hash_high << 32 | (id + 1)`, or 0 when empty. Length: a power
+    /// of two.
+    slots: Vec<u64>,
 }
 
 /// Why a table could not be built.
@@ -49,15 +51,18 @@ impl TokenTable {
                 continue;
             }
             let mask = table.slots.len() - 1;
-            let mut i = hash(text) as usize & mask;
+            let h = hash(text);
+            let tag = h & 0xffff_ffff_0000_0000;
+            let mut i = h as usize & mask;
             loop {
                 let slot = table.slots[i];
                 if slot == 0 {
-                    table.slots[i] = id + 1;
+                    table.slots[i] = tag | u64::from(id + 1);
                     break;
                 }
-                if table.text(slot - 1) == text {
-                    return Err(TableError::Duplicate { first: slot - 1, second: id });
+                let other = (slot as u32) - 1;
+                if slot & 0xffff_ffff_0000_0000 == tag && table.text(other) == text {
+                    return Err(TableError::Duplicate { first: other, second: id });
                 }
                 i = (i + 1) & mask;
             }
@@ -83,14 +88,19 @@ impl TokenTable {
             return None;
         }
         let mask = self.slots.len() - 1;
-        let mut i = hash(text) as usize & mask;
+        let h = hash(text);
+        let tag = h & 0xffff_ffff_0000_0000;
+        let mut i = h as usize & mask;
         loop {
             let slot = self.slots[i];
             if slot == 0 {
                 return None;
             }
-            if self.text(slot - 1) == text {
-                return Some(slot - 1);
+            if slot & 0xffff_ffff_0000_0000 == tag {
+                let id = (slot as u32) - 1;
+                if self.text(id) == text {
+                    return Some(id);
+                }
             }
             i = (i + 1) & mask;
         }
@@ -109,10 +119,18 @@ fn hash(bytes: &[u8]) -> u64 {
         h = (h.rotate_left(5) ^ w).wrapping_mul(K);
     }
     let rest = chunks.remainder();
-    if !rest.is_empty() {
-        let mut buf = [0u8; 8];
-        buf[..rest.len()].copy_from_slice(rest);
-        h = (h.rotate_left(5) ^ u64::from_le_bytes(buf)).wrapping_mul(K);
+    let n = rest.len();
+    if n > 0 {
+        // The tail without a copy through memory (which stalls store forwarding): two
+        // overlapping 4-byte reads, or first/middle/last byte.
+        let w = if n >= 4 {
+            let a = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
+            let b = u32::from_le_bytes([rest[n - 4], rest[n - 3], rest[n - 2], rest[n - 1]]);
+            (u64::from(a) << 32) | u64::from(b)
+        } else {
+            (u64::from(rest[0]) << 16) | (u64::from(rest[n / 2]) << 8) | u64::from(rest[n - 1])
+        };
+        h = (h.rotate_left(5) ^ w).wrapping_mul(K);
     }
     // splitmix64 finalizer
     h ^= h >> 30;
