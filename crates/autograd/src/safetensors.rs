@@ -197,7 +197,8 @@ pub fn deserialize(ctx: &ExecContext, bytes: &[u8], origin: &Path) -> Result<Saf
     }
     entries.sort_by_key(|e| e.begin);
     for e in entries {
-        let tensor = ctx.persistent_copy(&ctx.from_bytes(&data[e.begin..e.end], &e.dims, e.dtype)?)?;
+        let tensor =
+            ctx.persistent_copy(&ctx.from_bytes(&data[e.begin..e.end], &e.dims, e.dtype)?)?;
         out.tensors.push((e.name, tensor));
     }
     Ok(out)

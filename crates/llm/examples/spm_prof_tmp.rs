@@ -9,6 +9,8 @@ fn main() {
     let text = base.repeat((1 << 20) / base.len());
     let mut n = 0;
     let t = std::time::Instant::now();
-    for _ in 0..5 { n += v.tokenize(&text, TokenizeOptions::PLAIN).len(); }
+    for _ in 0..5 {
+        n += v.tokenize(&text, TokenizeOptions::PLAIN).len();
+    }
     println!("{:?} per MiB ({n})", t.elapsed() / 5);
 }

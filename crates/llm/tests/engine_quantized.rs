@@ -19,14 +19,36 @@ use tempra_tensor::DType;
 
 /// (max |diff|, NMSE, positions whose top-1 differs while the reference's leads by > 0.05).
 fn errors(got: &[f32], want: &[f32], vocab: usize) -> (f32, f64, Vec<usize>) {
-    let max = got.iter().zip(want).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
-    let num: f64 = got.iter().zip(want).map(|(a, b)| f64::from(a - b).powi(2)).sum();
+    let max = got
+        .iter()
+        .zip(want)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    let num: f64 = got
+        .iter()
+        .zip(want)
+        .map(|(a, b)| f64::from(a - b).powi(2))
+        .sum();
     let den: f64 = want.iter().map(|b| f64::from(*b).powi(2)).sum();
     let mut flips = Vec::new();
-    for (p, (g, w)) in got.chunks_exact(vocab).zip(want.chunks_exact(vocab)).enumerate() {
-        let argmax = |r: &[f32]| r.iter().enumerate().fold((0, f32::NEG_INFINITY), |b, (i, &v)| if v > b.1 { (i, v) } else { b });
+    for (p, (g, w)) in got
+        .chunks_exact(vocab)
+        .zip(want.chunks_exact(vocab))
+        .enumerate()
+    {
+        let argmax = |r: &[f32]| {
+            r.iter().enumerate().fold(
+                (0, f32::NEG_INFINITY),
+                |b, (i, &v)| if v > b.1 { (i, v) } else { b },
+            )
+        };
         let (top, best) = argmax(w);
-        let runner_up = w.iter().enumerate().filter(|&(i, _)| i != top).map(|(_, &v)| v).fold(f32::NEG_INFINITY, f32::max);
+        let runner_up = w
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != top)
+            .map(|(_, &v)| v)
+            .fold(f32::NEG_INFINITY, f32::max);
         if argmax(g).0 != top && best - runner_up > 0.05 {
             flips.push(p);
         }
@@ -35,9 +57,15 @@ fn errors(got: &[f32], want: &[f32], vocab: usize) -> (f32, f64, Vec<usize>) {
 }
 
 fn check(qtype: QuantType, max_nmse: f64) {
-    let spec = RandomModelSpec::llama(ModelShape::TINY).with_qtype(qtype).with_seed(11);
+    let spec = RandomModelSpec::llama(ModelShape::TINY)
+        .with_qtype(qtype)
+        .with_seed(11);
     let file = random_model(&spec).unwrap();
-    let options = LoadOptions { kv_type: DType::F32, threads: Some(2), ..LoadOptions::default() };
+    let options = LoadOptions {
+        kv_type: DType::F32,
+        threads: Some(2),
+        ..LoadOptions::default()
+    };
     let model = Model::from_file(file, &options).unwrap();
     let vocab = model.config().vocab_size;
     let tokens: Vec<u32> = (0..40u32).map(|i| (i * 97 + 5) % vocab as u32).collect();
@@ -47,17 +75,32 @@ fn check(qtype: QuantType, max_nmse: f64) {
         .weights()
         .map(|v| {
             let t = v.tensor();
-            Ok(if t.dtype().is_quantized() { Var::constant(ag.ctx().cast(t, DType::F32)?) } else { v.clone() })
+            Ok(if t.dtype().is_quantized() {
+                Var::constant(ag.ctx().cast(t, DType::F32)?)
+            } else {
+                v.clone()
+            })
         })
         .unwrap();
     let reference = {
         let _guard = no_grad();
-        forward(ag, model.config(), &dequantized, &tokens, None, LogitRows::All).unwrap().into_tensor()
+        forward(
+            ag,
+            model.config(),
+            &dequantized,
+            &tokens,
+            None,
+            LogitRows::All,
+        )
+        .unwrap()
+        .into_tensor()
     };
     let reference = logits_slice(&reference).unwrap().to_vec();
 
     let mut session = model.session().unwrap();
-    let prefill = logits_slice(&session.logits_all(&tokens).unwrap()).unwrap().to_vec();
+    let prefill = logits_slice(&session.logits_all(&tokens).unwrap())
+        .unwrap()
+        .to_vec();
     session.reset();
     let mut decode = Vec::with_capacity(reference.len());
     for &t in &tokens {
@@ -69,12 +112,25 @@ fn check(qtype: QuantType, max_nmse: f64) {
     eprintln!(
         "{qtype}: prefill max |diff| {p_max:.2e} nmse {p_nmse:.2e}; decode max |diff| {d_max:.2e} nmse {d_nmse:.2e} \
          (logit rms {:.3})",
-        (reference.iter().map(|v| f64::from(*v).powi(2)).sum::<f64>() / reference.len() as f64).sqrt()
+        (reference.iter().map(|v| f64::from(*v).powi(2)).sum::<f64>() / reference.len() as f64)
+            .sqrt()
     );
-    assert!(p_nmse <= 1e-9 && p_max <= 1e-3, "{qtype} prefill: max |diff| {p_max}, nmse {p_nmse}");
-    assert!(p_flips.is_empty(), "{qtype} prefill: top-1 differs at {p_flips:?}");
-    assert!(d_nmse <= max_nmse, "{qtype} decode: nmse {d_nmse} > {max_nmse}");
-    assert!(d_flips.is_empty(), "{qtype} decode: top-1 differs at {d_flips:?}");
+    assert!(
+        p_nmse <= 1e-9 && p_max <= 1e-3,
+        "{qtype} prefill: max |diff| {p_max}, nmse {p_nmse}"
+    );
+    assert!(
+        p_flips.is_empty(),
+        "{qtype} prefill: top-1 differs at {p_flips:?}"
+    );
+    assert!(
+        d_nmse <= max_nmse,
+        "{qtype} decode: nmse {d_nmse} > {max_nmse}"
+    );
+    assert!(
+        d_flips.is_empty(),
+        "{qtype} decode: top-1 differs at {d_flips:?}"
+    );
 }
 
 #[test]

@@ -7,7 +7,8 @@ use proptest::prelude::*;
 use tempra_llm::tokenizer::PreTokenizer;
 
 const GPT2: &str = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
-const GPT2_NO_TRAILING: &str = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)";
+const GPT2_NO_TRAILING: &str =
+    r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)";
 const LLAMA3: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 const QWEN2: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 const TEKKEN: &str = r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+";
@@ -16,7 +17,12 @@ const DEEPSEEK_LETTERS: &str = "\\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳ
 Ꙁ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃]+";
 
 fn sequences() -> Vec<(PreTokenizer, Vec<Regex>)> {
-    let re = |patterns: &[&str]| patterns.iter().map(|p| Regex::new(p).unwrap()).collect::<Vec<_>>();
+    let re = |patterns: &[&str]| {
+        patterns
+            .iter()
+            .map(|p| Regex::new(p).unwrap())
+            .collect::<Vec<_>>()
+    };
     vec![
         (PreTokenizer::Gpt2, re(&[GPT2])),
         (PreTokenizer::Llama3, re(&[LLAMA3])),
@@ -35,10 +41,31 @@ fn sequences() -> Vec<(PreTokenizer, Vec<Regex>)> {
         ),
         (
             PreTokenizer::DeepseekCoder,
-            re(&[r"[\r\n]", r"\s?\p{L}+", r"\s?\p{P}+", r"[一-龥ࠀ-一가-퟿]+", r"\p{N}"]),
+            re(&[
+                r"[\r\n]",
+                r"\s?\p{L}+",
+                r"\s?\p{P}+",
+                r"[一-龥ࠀ-一가-퟿]+",
+                r"\p{N}",
+            ]),
         ),
-        (PreTokenizer::Default, re(&[r"[\p{P}\$\+<=>\^~\|]+", GPT2_NO_TRAILING, r"\p{N}+", r"[0-9][0-9][0-9]"])),
-        (PreTokenizer::Falcon, re(&[r"[\p{P}\$\+<=>\^~\|`]+", GPT2_NO_TRAILING, r"[0-9][0-9][0-9]"])),
+        (
+            PreTokenizer::Default,
+            re(&[
+                r"[\p{P}\$\+<=>\^~\|]+",
+                GPT2_NO_TRAILING,
+                r"\p{N}+",
+                r"[0-9][0-9][0-9]",
+            ]),
+        ),
+        (
+            PreTokenizer::Falcon,
+            re(&[
+                r"[\p{P}\$\+<=>\^~\|`]+",
+                GPT2_NO_TRAILING,
+                r"[0-9][0-9][0-9]",
+            ]),
+        ),
         (PreTokenizer::Starcoder, re(&[r"\p{N}", GPT2_NO_TRAILING])),
         (PreTokenizer::Bloom, re(&[r" ?[^(\s|.,!?…。，、।۔،)]+"])),
     ]
@@ -72,11 +99,12 @@ fn reference_words<'t>(patterns: &[Regex], text: &'t str) -> Vec<&'t str> {
 }
 
 const ALPHABET: &[&str] = &[
-    "a", "b", "X", "Z", "s", "S", "t", "T", "r", "R", "e", "E", "v", "V", "m", "M", "l", "L", "d", "D", "'", "0",
-    "1", "2", "3", " ", " ", " ", " ", "  ", "\t", "\n", "\r", "\r\n", ".", ",", "!", "?", "-", "/", "\"", "(", ")",
-    "$", "+", "<", "=", "|", "`", "~", "^", "_", "é", "É", "ß", "ſ", "中", "文", "한", "ü", "Ω", "\u{2126}",
-    "\u{212a}", "\u{0301}", "\u{093f}", "٣", "Ⅻ", "½", "\u{a0}", "\u{3000}", "\u{2028}", "\u{85}", "\u{200b}", "😀",
-    "🙂", "ǅ", "ʰ", "…", "。", "，", "µ", "ー", "Ａ", "ｚ", "！", "‘", "İ", "\u{1f7d}", "ῼ", "ā", "Ǆ",
+    "a", "b", "X", "Z", "s", "S", "t", "T", "r", "R", "e", "E", "v", "V", "m", "M", "l", "L", "d",
+    "D", "'", "0", "1", "2", "3", " ", " ", " ", " ", "  ", "\t", "\n", "\r", "\r\n", ".", ",",
+    "!", "?", "-", "/", "\"", "(", ")", "$", "+", "<", "=", "|", "`", "~", "^", "_", "é", "É", "ß",
+    "ſ", "中", "文", "한", "ü", "Ω", "\u{2126}", "\u{212a}", "\u{0301}", "\u{093f}", "٣", "Ⅻ", "½",
+    "\u{a0}", "\u{3000}", "\u{2028}", "\u{85}", "\u{200b}", "😀", "🙂", "ǅ", "ʰ", "…", "。", "，",
+    "µ", "ー", "Ａ", "ｚ", "！", "‘", "İ", "\u{1f7d}", "ῼ", "ā", "Ǆ",
 ];
 
 fn text_strategy() -> impl Strategy<Value = String> {
@@ -97,8 +125,17 @@ proptest! {
 
 #[test]
 fn long_whitespace_runs_split_like_the_reference() {
-    let text = format!("a{}b{}\n{}c  ", " ".repeat(300), "\t".repeat(50), " \n".repeat(40));
+    let text = format!(
+        "a{}b{}\n{}c  ",
+        " ".repeat(300),
+        "\t".repeat(50),
+        " \n".repeat(40)
+    );
     for (pre, patterns) in sequences() {
-        assert_eq!(pre.words(&text), reference_words(&patterns, &text), "{pre:?}");
+        assert_eq!(
+            pre.words(&text),
+            reference_words(&patterns, &text),
+            "{pre:?}"
+        );
     }
 }

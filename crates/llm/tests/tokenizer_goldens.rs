@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use serde_json::Value;
 use tempra_llm::llama2c::Llama2cVocab;
 use tempra_llm::tokenizer::{
-    DetokenizeOptions, PreTokenizer, SpecialTokens, TokenStreamDecoder, TokenType, TokenizeOptions, TokenizerModel,
-    VocabParts, Vocabulary,
+    DetokenizeOptions, PreTokenizer, SpecialTokens, TokenStreamDecoder, TokenType, TokenizeOptions,
+    TokenizerModel, VocabParts, Vocabulary,
 };
 
 fn data_dir() -> PathBuf {
@@ -27,20 +27,47 @@ fn opt_id(v: &Value) -> Option<u32> {
 }
 
 fn ids(v: &Value) -> Vec<u32> {
-    v.as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as u32).collect()
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap() as u32)
+        .collect()
 }
 
 /// Builds the vocabulary a golden file describes.
 fn vocab_from_json(g: &Value) -> Vocabulary {
     let model = TokenizerModel::from_gguf_name(g["model"].as_str().unwrap()).unwrap();
-    let tokens = g["tokens"].as_array().unwrap().iter().map(|t| t.as_str().unwrap().as_bytes().to_vec()).collect();
+    let tokens = g["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap().as_bytes().to_vec())
+        .collect();
     let mut parts = VocabParts::new(model, tokens);
     parts.pre = PreTokenizer::from_gguf_name(g["pre"].as_str().unwrap()).unwrap();
-    parts.scores = g["scores"].as_array().map(|a| a.iter().map(|s| s.as_f64().unwrap() as f32).collect());
-    parts.token_types =
-        Some(g["types"].as_array().unwrap().iter().map(|t| TokenType::from_i32(t.as_i64().unwrap() as i32).unwrap()).collect());
-    parts.merges = g["merges"].as_array().unwrap().iter().map(|m| m.as_str().unwrap().as_bytes().to_vec()).collect();
-    parts.special = SpecialTokens { bos: opt_id(&g["bos"]), eos: opt_id(&g["eos"]), unk: opt_id(&g["unk"]), ..Default::default() };
+    parts.scores = g["scores"]
+        .as_array()
+        .map(|a| a.iter().map(|s| s.as_f64().unwrap() as f32).collect());
+    parts.token_types = Some(
+        g["types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| TokenType::from_i32(t.as_i64().unwrap() as i32).unwrap())
+            .collect(),
+    );
+    parts.merges = g["merges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap().as_bytes().to_vec())
+        .collect();
+    parts.special = SpecialTokens {
+        bos: opt_id(&g["bos"]),
+        eos: opt_id(&g["eos"]),
+        unk: opt_id(&g["unk"]),
+        ..Default::default()
+    };
     parts.add_bos = g["add_bos"].as_bool().unwrap();
     parts.add_eos = g["add_eos"].as_bool().unwrap();
     parts.add_space_prefix = g["add_space_prefix"].as_bool().unwrap();
@@ -69,23 +96,48 @@ fn check_golden(file: &str) {
         let expected = ids(&case["ids"]);
         let got = vocab.tokenize(text, TokenizeOptions::PLAIN);
         if got != expected {
-            failures.push(format!("{text:?}:\n   expected {expected:?}\n   got      {got:?}"));
+            failures.push(format!(
+                "{text:?}:\n   expected {expected:?}\n   got      {got:?}"
+            ));
             continue;
         }
-        let decoded = vocab.detokenize(&got, DetokenizeOptions::default()).unwrap();
-        assert_eq!(decoded, case["decoded"].as_str().unwrap(), "{file}: decoding of {text:?}");
+        let decoded = vocab
+            .detokenize(&got, DetokenizeOptions::default())
+            .unwrap();
+        assert_eq!(
+            decoded,
+            case["decoded"].as_str().unwrap(),
+            "{file}: decoding of {text:?}"
+        );
         assert_eq!(decoded, text, "{file}: round trip of {text:?}");
-        assert_eq!(stream_decode(&vocab, &got), decoded, "{file}: streaming decode of {text:?}");
+        assert_eq!(
+            stream_decode(&vocab, &got),
+            decoded,
+            "{file}: streaming decode of {text:?}"
+        );
     }
     for case in g["special_cases"].as_array().unwrap() {
         let text = case["text"].as_str().unwrap();
         let expected = ids(&case["ids"]);
-        let got = vocab.tokenize(text, TokenizeOptions { add_special: false, parse_special: true });
+        let got = vocab.tokenize(
+            text,
+            TokenizeOptions {
+                add_special: false,
+                parse_special: true,
+            },
+        );
         if got != expected {
-            failures.push(format!("(parse_special) {text:?}:\n   expected {expected:?}\n   got      {got:?}"));
+            failures.push(format!(
+                "(parse_special) {text:?}:\n   expected {expected:?}\n   got      {got:?}"
+            ));
         }
     }
-    assert!(failures.is_empty(), "{file}: {} mismatches:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{file}: {} mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -112,31 +164,70 @@ fn spm_adds_bos_and_space_prefix() {
     assert_eq!(with_bos[0], bos);
     assert_eq!(&with_bos[1..], plain);
     assert_eq!(vocab.tokenize("", TokenizeOptions::default()), [bos]);
-    assert_eq!(vocab.detokenize(&with_bos, DetokenizeOptions::default()).unwrap(), "Hello world");
-    let rendered = vocab.detokenize(&with_bos, DetokenizeOptions { render_special: true, strip_leading_space: true });
+    assert_eq!(
+        vocab
+            .detokenize(&with_bos, DetokenizeOptions::default())
+            .unwrap(),
+        "Hello world"
+    );
+    let rendered = vocab.detokenize(
+        &with_bos,
+        DetokenizeOptions {
+            render_special: true,
+            strip_leading_space: true,
+        },
+    );
     assert_eq!(rendered.unwrap(), "<s> Hello world");
     // Control-token text is plain text unless parsed.
-    let parsed = vocab.tokenize("<s>x", TokenizeOptions { add_special: false, parse_special: true });
+    let parsed = vocab.tokenize(
+        "<s>x",
+        TokenizeOptions {
+            add_special: false,
+            parse_special: true,
+        },
+    );
     assert_eq!(parsed[0], bos);
-    assert!(!vocab.tokenize("<s>x", TokenizeOptions::PLAIN).contains(&bos));
+    assert!(
+        !vocab
+            .tokenize("<s>x", TokenizeOptions::PLAIN)
+            .contains(&bos)
+    );
 }
 
 #[test]
 fn pre_tokenizers_match_reference_regex_engines() {
     let g = load_json("pretokenizers.json");
-    let texts: Vec<&str> = g["texts"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    let texts: Vec<&str> = g["texts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
     let mut failures = Vec::new();
     for (name, splits) in g["splits"].as_object().unwrap() {
-        let pre = PreTokenizer::from_gguf_name(name).unwrap_or_else(|| panic!("unknown pre-tokenizer {name}"));
+        let pre = PreTokenizer::from_gguf_name(name)
+            .unwrap_or_else(|| panic!("unknown pre-tokenizer {name}"));
         for (text, expected) in texts.iter().zip(splits.as_array().unwrap()) {
-            let expected: Vec<&str> = expected.as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+            let expected: Vec<&str> = expected
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|w| w.as_str().unwrap())
+                .collect();
             let got = pre.words(text);
             if got != expected {
-                failures.push(format!("{name} {text:?}:\n   expected {expected:?}\n   got      {got:?}"));
+                failures.push(format!(
+                    "{name} {text:?}:\n   expected {expected:?}\n   got      {got:?}"
+                ));
             }
         }
     }
-    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 /// `../shared` (models too large for the repository): `TEMPRA_SHARED_DIR`, else next to
@@ -148,8 +239,14 @@ fn shared_dir() -> Option<PathBuf> {
     if dir.join("models/stories260K/tok512.bin").is_file() {
         return Some(dir);
     }
-    let msg = format!("skipping: {} has no models/stories260K (set TEMPRA_SHARED_DIR)", dir.display());
-    assert!(std::env::var("REQUIRE_MODELS").as_deref() != Ok("1"), "{msg}");
+    let msg = format!(
+        "skipping: {} has no models/stories260K (set TEMPRA_SHARED_DIR)",
+        dir.display()
+    );
+    assert!(
+        std::env::var("REQUIRE_MODELS").as_deref() != Ok("1"),
+        "{msg}"
+    );
     eprintln!("{msg}");
     None
 }
@@ -158,9 +255,12 @@ fn shared_dir() -> Option<PathBuf> {
 fn stories260k_prompts_match_llama2c() {
     let Some(shared) = shared_dir() else { return };
     let dir = shared.join("models/stories260K");
-    let vocab = Vocabulary::from_llama2c(&Llama2cVocab::open(&dir.join("tok512.bin"), 512).unwrap()).unwrap();
+    let vocab =
+        Vocabulary::from_llama2c(&Llama2cVocab::open(&dir.join("tok512.bin"), 512).unwrap())
+            .unwrap();
     assert_eq!(vocab.model(), TokenizerModel::Spm);
-    let greedy: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("greedy.json")).unwrap()).unwrap();
+    let greedy: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("greedy.json")).unwrap()).unwrap();
     let cases = greedy["cases"].as_array().unwrap();
     assert!(cases.len() >= 2);
     for case in cases {
@@ -168,7 +268,12 @@ fn stories260k_prompts_match_llama2c() {
         let expected = ids(&case["prompt_ids"]);
         let got = vocab.tokenize(prompt, TokenizeOptions::default());
         assert_eq!(got, expected, "prompt {prompt:?}");
-        assert_eq!(vocab.detokenize(&got, DetokenizeOptions::default()).unwrap(), prompt);
+        assert_eq!(
+            vocab
+                .detokenize(&got, DetokenizeOptions::default())
+                .unwrap(),
+            prompt
+        );
         assert_eq!(stream_decode(&vocab, &got), prompt);
     }
     assert!(vocab.is_eog(2));

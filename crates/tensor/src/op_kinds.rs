@@ -89,7 +89,11 @@ impl UnaryOp {
             UnaryOp::Tanh => x.tanh(),
             UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
             UnaryOp::Relu => {
-                if x > 0.0 || x.is_nan() { x } else { 0.0 }
+                if x > 0.0 || x.is_nan() {
+                    x
+                } else {
+                    0.0
+                }
             }
             UnaryOp::Silu => x / (1.0 + (-x).exp()),
             UnaryOp::GeluTanh => {

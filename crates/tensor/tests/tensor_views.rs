@@ -201,12 +201,18 @@ fn persistent_tensors_stay_out_of_the_pool() -> anyhow::Result<()> {
     let z = ctx.zeros_persistent(&[16, 16], DType::F32)?;
     assert!(matches!(z.storage(), Storage::Owned(_)));
     assert_eq!(z.to_vec_f32()?, vec![0.0; 256]);
-    let t = ctx.arange(0.0, 4.0, 1.0, DType::F32)?.reshape(&[2, 2])?.t()?;
+    let t = ctx
+        .arange(0.0, 4.0, 1.0, DType::F32)?
+        .reshape(&[2, 2])?
+        .t()?;
     let p = ctx.persistent_copy(&t)?;
     drop(t);
     assert!(matches!(p.storage(), Storage::Owned(_)));
     assert_eq!(p.to_vec_f32()?, [0.0, 2.0, 1.0, 3.0]);
     let after = ctx.pool_stats();
-    assert_eq!(after.outstanding, before.outstanding, "no pool lease is held by persistent tensors");
+    assert_eq!(
+        after.outstanding, before.outstanding,
+        "no pool lease is held by persistent tensors"
+    );
     Ok(())
 }

@@ -56,7 +56,9 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
         );
     }
     let seed = args.seed.unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
     });
     let sampler = Sampler::new(SamplerConfig {
         temperature: args.temperature,
@@ -67,7 +69,10 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
         seed,
         ..SamplerConfig::default()
     });
-    let stop = StopConditions { max_tokens: args.n, ..StopConditions::default() };
+    let stop = StopConditions {
+        max_tokens: args.n,
+        ..StopConditions::default()
+    };
     let mut stdout = std::io::stdout().lock();
     write!(stdout, "{}", args.prompt)?;
     stdout.flush()?;

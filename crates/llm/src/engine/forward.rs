@@ -34,16 +34,24 @@ pub fn forward(
     let ctx = ag.ctx();
     let t = tokens.len();
     if t == 0 {
-        return Err(LlmError::Argument { what: "forward needs at least one token".into() });
+        return Err(LlmError::Argument {
+            what: "forward needs at least one token".into(),
+        });
     }
     if let Some(&bad) = tokens.iter().find(|&&id| id as usize >= config.vocab_size) {
-        return Err(LlmError::TokenId { id: bad as u64, n_vocab: config.vocab_size });
+        return Err(LlmError::TokenId {
+            id: bad as u64,
+            n_vocab: config.vocab_size,
+        });
     }
     let start = cache.as_ref().map_or(0, |c| c.len());
     if let Some(c) = cache.as_ref()
         && start + t > c.capacity()
     {
-        return Err(LlmError::ContextFull { needed: start + t, capacity: c.capacity() });
+        return Err(LlmError::ContextFull {
+            needed: start + t,
+            capacity: c.capacity(),
+        });
     }
     let ids = ctx.from_slice(tokens, &[t])?;
     let positions: Vec<u32> = (start..start + t).map(|p| p as u32).collect();
@@ -54,7 +62,17 @@ pub fn forward(
         x = ag.mul_scalar(&x, (config.embedding_length as f64).sqrt())?;
     }
     for (l, layer) in weights.layers.iter().enumerate() {
-        let attn = attention_block(ag, config, weights, layer, l, &x, &positions, start, cache.as_deref_mut())?;
+        let attn = attention_block(
+            ag,
+            config,
+            weights,
+            layer,
+            l,
+            &x,
+            &positions,
+            start,
+            cache.as_deref_mut(),
+        )?;
         x = ag.add_inplace(x, &attn)?;
         let ffn = ffn_block(ag, config, layer, &x)?;
         x = ag.add_inplace(x, &ffn)?;
@@ -93,9 +111,15 @@ fn attention_block(
     let (hq, hkv) = (config.head_count, config.head_count_kv);
     let (dk, dv) = (config.key_length, config.value_length);
     let h = ag.rms_norm(x, &layer.attn_norm, eps)?;
-    let mut q = ag.linear(&h, &layer.wq, layer.bq.as_ref())?.reshape(&[t, hq, dk])?;
-    let mut k = ag.linear(&h, &layer.wk, layer.bk.as_ref())?.reshape(&[t, hkv, dk])?;
-    let v = ag.linear(&h, &layer.wv, layer.bv.as_ref())?.reshape(&[t, hkv, dv])?;
+    let mut q = ag
+        .linear(&h, &layer.wq, layer.bq.as_ref())?
+        .reshape(&[t, hq, dk])?;
+    let mut k = ag
+        .linear(&h, &layer.wk, layer.bk.as_ref())?
+        .reshape(&[t, hkv, dk])?;
+    let v = ag
+        .linear(&h, &layer.wv, layer.bv.as_ref())?
+        .reshape(&[t, hkv, dv])?;
     drop(h);
     if let Some(qn) = &layer.q_norm {
         q = ag.rms_norm(&q, qn, eps)?;
@@ -110,7 +134,11 @@ fn attention_block(
     let params = AttentionParams {
         scale: config.attention_scale,
         q_start: start,
-        window: if config.is_sliding_layer(l) { config.sliding_window } else { None },
+        window: if config.is_sliding_layer(l) {
+            config.sliding_window
+        } else {
+            None
+        },
         softcap: config.attn_logit_softcap,
     };
     let attn = match cache {

@@ -63,12 +63,24 @@ pub struct Generation<'s> {
 
 impl<'s> Generation<'s> {
     /// Runs `prompt` through `session` (one batch) and prepares to sample.
-    pub fn new(session: &'s mut Session, prompt: &[u32], sampler: Sampler, stop: StopConditions) -> Result<Self> {
-        let logits = if prompt.is_empty() { None } else { Some(session.prefill(prompt)?) };
+    pub fn new(
+        session: &'s mut Session,
+        prompt: &[u32],
+        sampler: Sampler,
+        stop: StopConditions,
+    ) -> Result<Self> {
+        let logits = if prompt.is_empty() {
+            None
+        } else {
+            Some(session.prefill(prompt)?)
+        };
         Ok(Generation {
             session,
             sampler,
-            decoder: TokenStreamDecoder::new(DetokenizeOptions { render_special: false, strip_leading_space: false }),
+            decoder: TokenStreamDecoder::new(DetokenizeOptions {
+                render_special: false,
+                strip_leading_space: false,
+            }),
             stop,
             logits,
             to_feed: None,
@@ -147,14 +159,22 @@ impl<'s> Generation<'s> {
         };
         self.to_feed = Some(id);
         self.held.push_str(&piece);
-        Some(Ok(GeneratedPiece { id, text: self.release_text() }))
+        Some(Ok(GeneratedPiece {
+            id,
+            text: self.release_text(),
+        }))
     }
 
     /// Moves from `held` the text that can no longer be part of a stop string; on a stop
     /// string, returns the text before it and finishes.
     fn release_text(&mut self) -> String {
         let stops = &self.stop.stop_strings;
-        if let Some(at) = stops.iter().filter(|s| !s.is_empty()).filter_map(|s| self.held.find(s.as_str())).min() {
+        if let Some(at) = stops
+            .iter()
+            .filter(|s| !s.is_empty())
+            .filter_map(|s| self.held.find(s.as_str()))
+            .min()
+        {
             let text = self.held[..at].to_owned();
             self.held.clear();
             self.finished = Some(FinishReason::StopString);

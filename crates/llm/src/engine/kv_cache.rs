@@ -29,15 +29,27 @@ impl KvCache {
         dtype: DType,
     ) -> Result<KvCache> {
         if !matches!(dtype, DType::F16 | DType::F32) {
-            return Err(LlmError::InvalidValue { key: "kv-type".into(), what: format!("{dtype}: use f16 or f32") });
+            return Err(LlmError::InvalidValue {
+                key: "kv-type".into(),
+                what: format!("{dtype}: use f16 or f32"),
+            });
         }
         let mut keys = Vec::with_capacity(layers);
         let mut values = Vec::with_capacity(layers);
         for _ in 0..layers {
             keys.push(Tensor::owned_zeros(&[capacity, kv_heads, key_dim], dtype)?);
-            values.push(Tensor::owned_zeros(&[capacity, kv_heads, value_dim], dtype)?);
+            values.push(Tensor::owned_zeros(
+                &[capacity, kv_heads, value_dim],
+                dtype,
+            )?);
         }
-        Ok(KvCache { keys, values, len: 0, capacity, dtype })
+        Ok(KvCache {
+            keys,
+            values,
+            len: 0,
+            capacity,
+            dtype,
+        })
     }
 
     /// The bytes a cache of these dimensions reserves.
@@ -88,7 +100,10 @@ impl KvCache {
     pub fn write(&mut self, ctx: &ExecContext, layer: usize, k: &Tensor, v: &Tensor) -> Result<()> {
         let t = k.dims().first().copied().unwrap_or(0);
         if self.len + t > self.capacity {
-            return Err(LlmError::ContextFull { needed: self.len + t, capacity: self.capacity });
+            return Err(LlmError::ContextFull {
+                needed: self.len + t,
+                capacity: self.capacity,
+            });
         }
         ctx.write_slice(&mut self.keys[layer], 0, self.len, k)?;
         ctx.write_slice(&mut self.values[layer], 0, self.len, v)?;
@@ -99,7 +114,10 @@ impl KvCache {
     /// plus those just written).
     pub fn view(&self, layer: usize, extra: usize) -> Result<(Tensor, Tensor)> {
         let n = self.len + extra;
-        Ok((self.keys[layer].narrow(0, 0, n)?, self.values[layer].narrow(0, 0, n)?))
+        Ok((
+            self.keys[layer].narrow(0, 0, n)?,
+            self.values[layer].narrow(0, 0, n)?,
+        ))
     }
 
     /// Counts `t` newly written positions.

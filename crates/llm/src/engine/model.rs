@@ -47,7 +47,13 @@ pub struct LoadOptions {
 
 impl Default for LoadOptions {
     fn default() -> Self {
-        Self { tokenizer: None, threads: None, context_length: None, kv_type: DType::F16, backend: BackendKind::Cpu }
+        Self {
+            tokenizer: None,
+            threads: None,
+            context_length: None,
+            kv_type: DType::F16,
+            backend: BackendKind::Cpu,
+        }
     }
 }
 
@@ -62,6 +68,7 @@ pub struct Model {
     autograd: Autograd,
     context_length: usize,
     kv_type: DType,
+    threads: usize,
 }
 
 impl Model {
@@ -80,12 +87,20 @@ impl Model {
         if vocab.len() != config.vocab_size {
             return Err(LlmError::InvalidValue {
                 key: "tokenizer.ggml.tokens".into(),
-                what: format!("{} tokens, but the embedding has {} rows", vocab.len(), config.vocab_size),
+                what: format!(
+                    "{} tokens, but the embedding has {} rows",
+                    vocab.len(),
+                    config.vocab_size
+                ),
             });
         }
-        let context_length = options.context_length.unwrap_or(config.context_length.min(DEFAULT_MAX_CONTEXT));
+        let context_length = options
+            .context_length
+            .unwrap_or(config.context_length.min(DEFAULT_MAX_CONTEXT));
         if context_length == 0 {
-            return Err(LlmError::Argument { what: "the context length must be at least 1".into() });
+            return Err(LlmError::Argument {
+                what: "the context length must be at least 1".into(),
+            });
         }
         let kv_bytes = KvCache::reserved_bytes(
             config.block_count,
@@ -98,12 +113,16 @@ impl Model {
         check_memory(file.file_size(), kv_bytes as u64)?;
         let weights = ModelWeights::from_file(&file, &config)?;
         let pool = HostPool::host();
-        let ctx = match options.backend {
-            BackendKind::Cpu => ExecContext::new(Arc::new(match options.threads {
-                Some(n) => CpuBackend::with_threads(pool, n.max(1)),
-                None => CpuBackend::new(pool),
-            })),
-            BackendKind::Reference => ExecContext::new(Arc::new(ReferenceBackend::new(pool))),
+        let (ctx, threads) = match options.backend {
+            BackendKind::Cpu => {
+                let backend = match options.threads {
+                    Some(n) => CpuBackend::with_threads(pool, n.max(1)),
+                    None => CpuBackend::new(pool),
+                };
+                let threads = backend.threads();
+                (ExecContext::new(Arc::new(backend)), threads)
+            }
+            BackendKind::Reference => (ExecContext::new(Arc::new(ReferenceBackend::new(pool))), 1),
         };
         Ok(Arc::new(Model {
             file,
@@ -113,6 +132,7 @@ impl Model {
             autograd: Autograd::new(ctx),
             context_length,
             kv_type: options.kv_type,
+            threads,
         }))
     }
 
@@ -160,6 +180,11 @@ impl Model {
         self.context_length
     }
 
+    /// Worker threads the ops run on (1 on the reference backend).
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
     /// The KV cache dtype.
     pub fn kv_type(&self) -> DType {
         self.kv_type
@@ -168,7 +193,14 @@ impl Model {
     /// The bytes one session's KV cache reserves.
     pub fn kv_cache_bytes(&self) -> usize {
         let c = &self.config;
-        KvCache::reserved_bytes(c.block_count, self.context_length, c.head_count_kv, c.key_length, c.value_length, self.kv_type)
+        KvCache::reserved_bytes(
+            c.block_count,
+            self.context_length,
+            c.head_count_kv,
+            c.key_length,
+            c.value_length,
+            self.kv_type,
+        )
     }
 }
 
@@ -184,7 +216,11 @@ fn available_memory() -> Option<u64> {
 fn check_memory(weights_bytes: u64, kv_bytes: u64) -> Result<()> {
     match available_memory() {
         Some(available_bytes) if weights_bytes.saturating_add(kv_bytes) > available_bytes => {
-            Err(LlmError::OutOfMemory { weights_bytes, kv_bytes, available_bytes })
+            Err(LlmError::OutOfMemory {
+                weights_bytes,
+                kv_bytes,
+                available_bytes,
+            })
         }
         _ => Ok(()),
     }

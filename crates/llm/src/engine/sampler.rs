@@ -46,7 +46,10 @@ impl Default for SamplerConfig {
 impl SamplerConfig {
     /// Greedy decoding.
     pub fn greedy() -> Self {
-        Self { temperature: 0.0, ..Self::default() }
+        Self {
+            temperature: 0.0,
+            ..Self::default()
+        }
     }
 }
 
@@ -63,7 +66,11 @@ impl Sampler {
     /// A sampler with `config`.
     pub fn new(config: SamplerConfig) -> Self {
         let rng = SplitMix64::new(config.seed);
-        Self { config, rng, candidates: Vec::new() }
+        Self {
+            config,
+            rng,
+            candidates: Vec::new(),
+        }
     }
 
     /// The settings.
@@ -76,7 +83,12 @@ impl Sampler {
     pub fn sample(&mut self, logits: &[f32], history: &[u32]) -> u32 {
         let c = &self.config;
         self.candidates.clear();
-        self.candidates.extend(logits.iter().enumerate().map(|(i, &l)| (i as u32, if l.is_nan() { f32::NEG_INFINITY } else { l })));
+        self.candidates.extend(
+            logits
+                .iter()
+                .enumerate()
+                .map(|(i, &l)| (i as u32, if l.is_nan() { f32::NEG_INFINITY } else { l })),
+        );
         apply_penalties(&mut self.candidates, history, c);
         if c.temperature <= 0.0 {
             return argmax(&self.candidates);
@@ -98,7 +110,11 @@ impl Sampler {
         }
         if c.min_p > 0.0 {
             let floor = c.min_p * cands[0].1;
-            let keep = cands.iter().take_while(|cand| cand.1 >= floor).count().max(1);
+            let keep = cands
+                .iter()
+                .take_while(|cand| cand.1 >= floor)
+                .count()
+                .max(1);
             cands.truncate(keep);
         }
         if c.top_p < 1.0 {
@@ -144,11 +160,17 @@ fn apply_penalties(cands: &mut [(u32, f32)], history: &[u32], c: &SamplerConfig)
     }
     let recent = &history[history.len().saturating_sub(c.repetition_window)..];
     for (i, &id) in recent.iter().enumerate() {
-        let Some(cand) = cands.get_mut(id as usize) else { continue };
+        let Some(cand) = cands.get_mut(id as usize) else {
+            continue;
+        };
         // Penalise each distinct token once for the repetition penalty.
         let first = !recent[..i].contains(&id);
         if rep && first {
-            cand.1 = if cand.1 > 0.0 { cand.1 / c.repetition_penalty } else { cand.1 * c.repetition_penalty };
+            cand.1 = if cand.1 > 0.0 {
+                cand.1 / c.repetition_penalty
+            } else {
+                cand.1 * c.repetition_penalty
+            };
         }
         if freq {
             cand.1 -= c.frequency_penalty + if first { c.presence_penalty } else { 0.0 };
@@ -170,28 +192,52 @@ mod tests {
     #[test]
     fn same_seed_same_choices() {
         let logits: Vec<f32> = (0..50).map(|i| ((i * 7919) % 13) as f32 * 0.3).collect();
-        let config = SamplerConfig { seed: 9, top_k: 0, top_p: 1.0, min_p: 0.0, temperature: 1.5, ..SamplerConfig::default() };
+        let config = SamplerConfig {
+            seed: 9,
+            top_k: 0,
+            top_p: 1.0,
+            min_p: 0.0,
+            temperature: 1.5,
+            ..SamplerConfig::default()
+        };
         let (mut a, mut b) = (Sampler::new(config.clone()), Sampler::new(config));
         let xs: Vec<u32> = (0..100).map(|_| a.sample(&logits, &[])).collect();
         let ys: Vec<u32> = (0..100).map(|_| b.sample(&logits, &[])).collect();
         assert_eq!(xs, ys);
-        assert!(xs.iter().any(|&x| x != xs[0]), "temperature 1.5 should vary");
+        assert!(
+            xs.iter().any(|&x| x != xs[0]),
+            "temperature 1.5 should vary"
+        );
     }
 
     #[test]
     fn top_k_one_is_greedy_and_min_p_filters() {
         let logits = [1.0, 5.0, 2.0, 4.9];
-        let mut s = Sampler::new(SamplerConfig { top_k: 1, seed: 3, ..SamplerConfig::default() });
+        let mut s = Sampler::new(SamplerConfig {
+            top_k: 1,
+            seed: 3,
+            ..SamplerConfig::default()
+        });
         assert!((0..50).all(|_| s.sample(&logits, &[]) == 1));
         // min_p 0.99 keeps only tokens within 1% of the best.
-        let mut s = Sampler::new(SamplerConfig { top_k: 0, top_p: 1.0, min_p: 0.99, seed: 4, ..SamplerConfig::default() });
+        let mut s = Sampler::new(SamplerConfig {
+            top_k: 0,
+            top_p: 1.0,
+            min_p: 0.99,
+            seed: 4,
+            ..SamplerConfig::default()
+        });
         assert!((0..50).all(|_| s.sample(&logits, &[]) == 1));
     }
 
     #[test]
     fn repetition_penalty_steers_away() {
         let logits = [2.0, 1.9];
-        let mut s = Sampler::new(SamplerConfig { temperature: 0.0, repetition_penalty: 1.5, ..SamplerConfig::default() });
+        let mut s = Sampler::new(SamplerConfig {
+            temperature: 0.0,
+            repetition_penalty: 1.5,
+            ..SamplerConfig::default()
+        });
         assert_eq!(s.sample(&logits, &[0]), 1);
         assert_eq!(s.sample(&logits, &[]), 0);
     }

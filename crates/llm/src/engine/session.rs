@@ -23,7 +23,11 @@ pub struct Session {
 impl Session {
     pub(crate) fn new(model: Arc<Model>, cache: KvCache) -> Session {
         let capacity = cache.capacity();
-        Session { model, cache, tokens: Vec::with_capacity(capacity) }
+        Session {
+            model,
+            cache,
+            tokens: Vec::with_capacity(capacity),
+        }
     }
 
     /// The model.
@@ -59,7 +63,9 @@ impl Session {
     /// Runs `tokens` as one batch after what the session holds; returns the last
     /// position's logits `[vocab]`.
     pub fn prefill(&mut self, tokens: &[u32]) -> Result<Tensor> {
-        self.run(tokens, LogitRows::Last)?.squeeze(0).map_err(LlmError::from)
+        self.run(tokens, LogitRows::Last)?
+            .squeeze(0)
+            .map_err(LlmError::from)
     }
 
     /// Runs one token; returns its logits `[vocab]`.
@@ -81,7 +87,14 @@ impl Session {
         }
         let _guard = no_grad();
         let model = &*self.model;
-        let logits = forward(model.autograd(), model.config(), model.weights(), tokens, Some(&mut self.cache), rows)?;
+        let logits = forward(
+            model.autograd(),
+            model.config(),
+            model.weights(),
+            tokens,
+            Some(&mut self.cache),
+            rows,
+        )?;
         self.tokens.extend_from_slice(tokens);
         Ok(logits.into_tensor())
     }
@@ -101,8 +114,11 @@ impl Session {
 
 /// The f32 values of a contiguous logits row (e.g. from [`Session::step`]).
 pub fn logits_slice(logits: &Tensor) -> Result<&[f32]> {
-    let range = logits.layout().contiguous_range().ok_or_else(|| LlmError::Argument {
-        what: "logits must be contiguous".into(),
-    })?;
+    let range = logits
+        .layout()
+        .contiguous_range()
+        .ok_or_else(|| LlmError::Argument {
+            what: "logits must be contiguous".into(),
+        })?;
     Ok(&logits.host_slice::<f32>()?[range])
 }

@@ -81,7 +81,11 @@ impl ModelWeights {
             Ok(Var::constant(t))
         };
         let opt = |name: String, dims: &[usize]| -> Result<Option<Var>> {
-            if file.has_tensor(&name) { get(name, dims).map(Some) } else { Ok(None) }
+            if file.has_tensor(&name) {
+                get(name, dims).map(Some)
+            } else {
+                Ok(None)
+            }
         };
         let mut layers = Vec::with_capacity(config.block_count);
         for l in 0..config.block_count {
@@ -112,7 +116,11 @@ impl ModelWeights {
             if t.dims() != [config.rope.dimension_count / 2] {
                 return Err(LlmError::InvalidValue {
                     key: rope_freqs_name,
-                    what: format!("shape {:?}, expected [{}]", t.dims(), config.rope.dimension_count / 2),
+                    what: format!(
+                        "shape {:?}, expected [{}]",
+                        t.dims(),
+                        config.rope.dimension_count / 2
+                    ),
                 });
             }
             Some(t)
@@ -179,10 +187,31 @@ impl ModelWeights {
             add(o);
         }
         for l in &self.layers {
-            for v in [&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.gate, &l.up, &l.down] {
+            for v in [
+                &l.attn_norm,
+                &l.wq,
+                &l.wk,
+                &l.wv,
+                &l.wo,
+                &l.ffn_norm,
+                &l.gate,
+                &l.up,
+                &l.down,
+            ] {
                 add(v);
             }
-            for v in [&l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.post_attn_norm, &l.post_ffn_norm].into_iter().flatten() {
+            for v in [
+                &l.bq,
+                &l.bk,
+                &l.bv,
+                &l.q_norm,
+                &l.k_norm,
+                &l.post_attn_norm,
+                &l.post_ffn_norm,
+            ]
+            .into_iter()
+            .flatten()
+            {
                 add(v);
             }
         }

@@ -53,7 +53,10 @@ impl PartialOrd for Bigram {
 impl Ord for Bigram {
     /// Max-heap order: the lowest rank first, then the leftmost pair.
     fn cmp(&self, other: &Self) -> Ordering {
-        other.rank.cmp(&self.rank).then_with(|| other.left.cmp(&self.left))
+        other
+            .rank
+            .cmp(&self.rank)
+            .then_with(|| other.left.cmp(&self.left))
     }
 }
 
@@ -71,7 +74,12 @@ pub(crate) struct BpeScratch {
 const MAX_WORD: usize = 1 << 30;
 
 /// Tokenizes one word (raw bytes), appending ids to `out`.
-pub(crate) fn tokenize_word(vocab: &Vocabulary, word: &[u8], scratch: &mut BpeScratch, out: &mut Vec<TokenId>) {
+pub(crate) fn tokenize_word(
+    vocab: &Vocabulary,
+    word: &[u8],
+    scratch: &mut BpeScratch,
+    out: &mut Vec<TokenId>,
+) {
     if word.len() > MAX_WORD {
         for chunk in word.chunks(MAX_WORD) {
             tokenize_word(vocab, chunk, scratch, out);
@@ -90,7 +98,12 @@ pub(crate) fn tokenize_word(vocab: &Vocabulary, word: &[u8], scratch: &mut BpeSc
         }
     }
     if word.len() == 1 {
-        push_symbol(vocab, vocab.byte_tokens[word[0] as usize].unwrap_or(NONE), word[0], out);
+        push_symbol(
+            vocab,
+            vocab.byte_tokens[word[0] as usize].unwrap_or(NONE),
+            word[0],
+            out,
+        );
         return;
     }
     let symbols = &mut scratch.symbols;
@@ -144,14 +157,23 @@ fn push_symbol(vocab: &Vocabulary, id: u32, byte: u8, out: &mut Vec<TokenId>) {
         return;
     }
     let mut buf = [0u8; 4];
-    for &b in byte_level::BYTE_TO_CHAR[byte as usize].encode_utf8(&mut buf).as_bytes() {
+    for &b in byte_level::BYTE_TO_CHAR[byte as usize]
+        .encode_utf8(&mut buf)
+        .as_bytes()
+    {
         if let Some(id) = vocab.table.find(&[b]) {
             out.push(id);
         }
     }
 }
 
-fn add_bigram(vocab: &Vocabulary, symbols: &[Symbol], queue: &mut BinaryHeap<Bigram>, left: u32, right: u32) {
+fn add_bigram(
+    vocab: &Vocabulary,
+    symbols: &[Symbol],
+    queue: &mut BinaryHeap<Bigram>,
+    left: u32,
+    right: u32,
+) {
     if left == NONE || right == NONE {
         return;
     }
@@ -160,6 +182,13 @@ fn add_bigram(vocab: &Vocabulary, symbols: &[Symbol], queue: &mut BinaryHeap<Big
         return;
     }
     if let Some((rank, merged)) = vocab.merges.get(l, r) {
-        queue.push(Bigram { rank, left, right, left_id: l, right_id: r, merged });
+        queue.push(Bigram {
+            rank,
+            left,
+            right,
+            left_id: l,
+            right_id: r,
+            merged,
+        });
     }
 }

@@ -23,7 +23,11 @@ pub(crate) fn is_letter(c: char) -> bool {
     }
     matches!(
         get_general_category(c),
-        Gc::UppercaseLetter | Gc::LowercaseLetter | Gc::TitlecaseLetter | Gc::ModifierLetter | Gc::OtherLetter
+        Gc::UppercaseLetter
+            | Gc::LowercaseLetter
+            | Gc::TitlecaseLetter
+            | Gc::ModifierLetter
+            | Gc::OtherLetter
     )
 }
 
@@ -32,7 +36,10 @@ pub(crate) fn is_number(c: char) -> bool {
     if c.is_ascii() {
         return c.is_ascii_digit();
     }
-    matches!(get_general_category(c), Gc::DecimalNumber | Gc::LetterNumber | Gc::OtherNumber)
+    matches!(
+        get_general_category(c),
+        Gc::DecimalNumber | Gc::LetterNumber | Gc::OtherNumber
+    )
 }
 
 /// `\p{P}`: any punctuation (Pc, Pd, Ps, Pe, Pi, Pf, Po).

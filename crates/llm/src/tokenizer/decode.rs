@@ -21,7 +21,10 @@ pub struct DetokenizeOptions {
 impl Default for DetokenizeOptions {
     /// Hide control tokens; drop the space prefix.
     fn default() -> Self {
-        DetokenizeOptions { render_special: false, strip_leading_space: true }
+        DetokenizeOptions {
+            render_special: false,
+            strip_leading_space: true,
+        }
     }
 }
 
@@ -38,7 +41,12 @@ impl Vocabulary {
     /// spaces, byte-level BPE pieces decoded from GPT-2's byte spelling, byte tokens as
     /// their byte, user-defined tokens as their text, control and unknown tokens as
     /// their text only with `render_special` (unused and undefined ones as nothing).
-    pub fn token_piece_into(&self, id: TokenId, render_special: bool, out: &mut Vec<u8>) -> Result<()> {
+    pub fn token_piece_into(
+        &self,
+        id: TokenId,
+        render_special: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
         self.check_id(id)?;
         let text = self.table.text(id);
         let ty = self.types[id as usize];

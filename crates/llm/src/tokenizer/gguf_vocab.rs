@@ -7,8 +7,8 @@ use crate::llama2c::Llama2cVocab;
 
 use super::pre_tokenizer::{PRE_TOKENIZER_NAMES, lookup_name};
 use super::vocabulary::{
-    TOKENIZER_ADD_SPACE_PREFIX, TOKENIZER_EOM_ID, TOKENIZER_EOT_ID, TOKENIZER_PAD_ID, TOKENIZER_SEP_ID, TokenId,
-    TokenizerModel, VocabParts, Vocabulary,
+    TOKENIZER_ADD_SPACE_PREFIX, TOKENIZER_EOM_ID, TOKENIZER_EOT_ID, TOKENIZER_PAD_ID,
+    TOKENIZER_SEP_ID, TokenId, TokenizerModel, VocabParts, Vocabulary,
 };
 
 impl Vocabulary {
@@ -30,10 +30,12 @@ impl Vocabulary {
     /// right-stripping of whitespace after their special tokens.
     pub fn from_gguf(md: &Metadata) -> Result<Vocabulary> {
         let model_name = md.get_str(keys::TOKENIZER_MODEL)?;
-        let model = TokenizerModel::from_gguf_name(model_name).ok_or_else(|| LlmError::UnknownTokenizer {
-            key: keys::TOKENIZER_MODEL,
-            name: model_name.to_string(),
-            supported: "llama, gpt2".to_string(),
+        let model = TokenizerModel::from_gguf_name(model_name).ok_or_else(|| {
+            LlmError::UnknownTokenizer {
+                key: keys::TOKENIZER_MODEL,
+                name: model_name.to_string(),
+                supported: "llama, gpt2".to_string(),
+            }
         })?;
         let tokens = md.get_string_array(keys::TOKENIZER_TOKENS)?.to_vec();
         let n = tokens.len();
@@ -44,7 +46,11 @@ impl Vocabulary {
             let entry = lookup_name(pre_name).ok_or_else(|| LlmError::UnknownTokenizer {
                 key: keys::TOKENIZER_PRE,
                 name: pre_name.to_string(),
-                supported: PRE_TOKENIZER_NAMES.iter().map(|n| n.name).collect::<Vec<_>>().join(", "),
+                supported: PRE_TOKENIZER_NAMES
+                    .iter()
+                    .map(|n| n.name)
+                    .collect::<Vec<_>>()
+                    .join(", "),
             })?;
             parts.pre = entry.pre;
             parts.ignore_merges = entry.ignore_merges;
@@ -107,7 +113,12 @@ impl Vocabulary {
         }
 
         let mut vocab = Vocabulary::from_parts(parts)?;
-        let name = md.opt_str(keys::GENERAL_NAME).ok().flatten().unwrap_or("").to_ascii_lowercase();
+        let name = md
+            .opt_str(keys::GENERAL_NAME)
+            .ok()
+            .flatten()
+            .unwrap_or("")
+            .to_ascii_lowercase();
         if name.contains("phi-3") || name.contains("phi3") {
             vocab.apply_phi3_strip();
         }
@@ -147,10 +158,15 @@ impl Vocabulary {
         if self.model == TokenizerModel::Bpe {
             md.set(keys::TOKENIZER_PRE, self.pre.gguf_name());
         }
-        let tokens = (0..self.len() as TokenId).map(|id| self.table.text(id).to_vec()).collect();
+        let tokens = (0..self.len() as TokenId)
+            .map(|id| self.table.text(id).to_vec())
+            .collect();
         md.set(keys::TOKENIZER_TOKENS, Array::String(tokens));
         md.set(keys::TOKENIZER_SCORES, Array::F32(self.scores.clone()));
-        md.set(keys::TOKENIZER_TOKEN_TYPE, Array::I32(self.types.iter().map(|t| t.as_i32()).collect()));
+        md.set(
+            keys::TOKENIZER_TOKEN_TYPE,
+            Array::I32(self.types.iter().map(|t| t.as_i32()).collect()),
+        );
         if self.model == TokenizerModel::Bpe {
             let merges = self
                 .merges
@@ -192,7 +208,11 @@ fn opt_token_id(md: &Metadata, key: &str) -> Result<Option<u64>> {
         None => Ok(None),
         Some(v) => match v.as_integer() {
             Some(i) => Ok(u64::try_from(i).ok()),
-            None => Err(LlmError::KeyType { key: key.to_string(), expected: "an integer", found: v.describe() }),
+            None => Err(LlmError::KeyType {
+                key: key.to_string(),
+                expected: "an integer",
+                found: v.describe(),
+            }),
         },
     }
 }

@@ -23,7 +23,10 @@ impl Merges {
     /// Parses GGUF merges (`"left right"`, split at the first space after the first
     /// byte, as llama.cpp does). A merge whose parts or result are not tokens can never
     /// apply and is skipped; the first of two equal merges keeps its rank.
-    pub(crate) fn parse<T: AsRef<[u8]>>(lines: &[T], table: &TokenTable) -> Result<Merges, MalformedMerge> {
+    pub(crate) fn parse<T: AsRef<[u8]>>(
+        lines: &[T],
+        table: &TokenTable,
+    ) -> Result<Merges, MalformedMerge> {
         let mut map = HashMap::with_capacity_and_hasher(lines.len(), BuildHasherDefault::default());
         let mut joined = Vec::new();
         for (index, line) in lines.iter().enumerate() {
@@ -55,7 +58,11 @@ impl Merges {
 
     /// The usable merges as `(left, right)` id pairs, highest priority first.
     pub(crate) fn ranked(&self) -> Vec<(u32, u32)> {
-        let mut v: Vec<(u32, u32, u32)> = self.map.iter().map(|(&k, &(rank, _))| (rank, (k >> 32) as u32, k as u32)).collect();
+        let mut v: Vec<(u32, u32, u32)> = self
+            .map
+            .iter()
+            .map(|(&k, &(rank, _))| (rank, (k >> 32) as u32, k as u32))
+            .collect();
         v.sort_unstable();
         v.into_iter().map(|(_, l, r)| (l, r)).collect()
     }

@@ -99,7 +99,17 @@ impl Pattern {
         emit: &mut dyn FnMut(usize, usize),
     ) {
         let piece = &text[start..end];
-        if let [[Node::Repeat { class, min: 1, max: u32::MAX }, Node::End]] = self.0 {
+        if let [
+            [
+                Node::Repeat {
+                    class,
+                    min: 1,
+                    max: u32::MAX,
+                },
+                Node::End,
+            ],
+        ] = self.0
+        {
             // `class+$` matches only the piece's trailing run of `class` (found directly:
             // trying every position would rescan the run from each, quadratically).
             let run = piece.len() - piece.trim_end_matches(*class).len();

@@ -54,11 +54,21 @@ pub(crate) struct PreTokenizerName {
 }
 
 const fn name(name: &'static str, pre: PreTokenizer) -> PreTokenizerName {
-    PreTokenizerName { name, pre, ignore_merges: false, add_bos: false }
+    PreTokenizerName {
+        name,
+        pre,
+        ignore_merges: false,
+        add_bos: false,
+    }
 }
 
 const fn name_ignoring_merges(name: &'static str, pre: PreTokenizer) -> PreTokenizerName {
-    PreTokenizerName { name, pre, ignore_merges: true, add_bos: true }
+    PreTokenizerName {
+        name,
+        pre,
+        ignore_merges: true,
+        add_bos: true,
+    }
 }
 
 /// Every accepted name, following llama.cpp's `llama_vocab::impl::load`.
@@ -175,10 +185,18 @@ pub(crate) fn lookup_name(name: &str) -> Option<&'static PreTokenizerName> {
     PRE_TOKENIZER_NAMES.iter().find(|n| n.name == name)
 }
 
-fn split_with(patterns: &[Pattern], text: &str, start: usize, end: usize, emit: &mut dyn FnMut(usize, usize)) {
+fn split_with(
+    patterns: &[Pattern],
+    text: &str,
+    start: usize,
+    end: usize,
+    emit: &mut dyn FnMut(usize, usize),
+) {
     match patterns.split_first() {
         None => emit(start, end),
-        Some((first, rest)) => first.split(text, start, end, &mut |a, b| split_with(rest, text, a, b, emit)),
+        Some((first, rest)) => first.split(text, start, end, &mut |a, b| {
+            split_with(rest, text, a, b, emit)
+        }),
     }
 }
 
@@ -202,7 +220,11 @@ const LLAMA3: Pattern = Pattern(&[
     &[CONTRACTION_I],
     &[opt(is_not_cr_lf_letter_number), plus(is_letter)],
     &[range(is_number, 1, 3)],
-    &[opt(is_space), plus(is_not_space_letter_number), star(is_cr_or_lf)],
+    &[
+        opt(is_space),
+        plus(is_not_space_letter_number),
+        star(is_cr_or_lf),
+    ],
     &[star(is_whitespace), plus(is_cr_or_lf)],
     &[plus(is_whitespace), NOT_FOLLOWED_BY_NON_SPACE],
     &[plus(is_whitespace)],
@@ -213,7 +235,11 @@ const QWEN2: Pattern = Pattern(&[
     &[CONTRACTION_I],
     &[opt(is_not_cr_lf_letter_number), plus(is_letter)],
     &[one(is_number)],
-    &[opt(is_space), plus(is_not_space_letter_number), star(is_cr_or_lf)],
+    &[
+        opt(is_space),
+        plus(is_not_space_letter_number),
+        star(is_cr_or_lf),
+    ],
     &[star(is_whitespace), plus(is_cr_or_lf)],
     &[plus(is_whitespace), NOT_FOLLOWED_BY_NON_SPACE],
     &[plus(is_whitespace)],
@@ -223,10 +249,22 @@ const QWEN2: Pattern = Pattern(&[
 /// [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}|
 /// ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 const TEKKEN: Pattern = Pattern(&[
-    &[opt(is_not_cr_lf_letter_number), star(is_upper_run), plus(is_lower_run)],
-    &[opt(is_not_cr_lf_letter_number), plus(is_upper_run), star(is_lower_run)],
+    &[
+        opt(is_not_cr_lf_letter_number),
+        star(is_upper_run),
+        plus(is_lower_run),
+    ],
+    &[
+        opt(is_not_cr_lf_letter_number),
+        plus(is_upper_run),
+        star(is_lower_run),
+    ],
     &[one(is_number)],
-    &[opt(is_space), plus(is_not_space_letter_number), star(is_cr_lf_or_slash)],
+    &[
+        opt(is_space),
+        plus(is_not_space_letter_number),
+        star(is_cr_lf_or_slash),
+    ],
     &[star(is_whitespace), plus(is_cr_or_lf)],
     &[plus(is_whitespace), NOT_FOLLOWED_BY_NON_SPACE],
     &[plus(is_whitespace)],
@@ -301,8 +339,16 @@ mod tests {
     #[test]
     fn llama3_words() {
         let w = PreTokenizer::Llama3.words("Hello world's 12345 THEY'RE\n\n  x  ");
-        assert_eq!(w, ["Hello", " world", "'s", " ", "123", "45", " THEY", "'RE", "\n\n", " ", " x", "  "]);
-        assert_eq!(PreTokenizer::Qwen2.words("x 123"), ["x", " ", "1", "2", "3"]);
+        assert_eq!(
+            w,
+            [
+                "Hello", " world", "'s", " ", "123", "45", " THEY", "'RE", "\n\n", " ", " x", "  "
+            ]
+        );
+        assert_eq!(
+            PreTokenizer::Qwen2.words("x 123"),
+            ["x", " ", "1", "2", "3"]
+        );
     }
 
     #[test]

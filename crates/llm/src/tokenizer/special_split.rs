@@ -38,7 +38,10 @@ pub(crate) fn partition(
     if text.is_empty() {
         return;
     }
-    out.push(Fragment::Text { start: 0, end: text.len() });
+    out.push(Fragment::Text {
+        start: 0,
+        end: text.len(),
+    });
     for &id in &vocab.special_cache {
         let ty = vocab.types[id as usize];
         if !parse_special && matches!(ty, TokenType::Control | TokenType::Unknown) {
@@ -71,7 +74,10 @@ pub(crate) fn partition(
                     }
                 }
                 if left_end > start {
-                    scratch.push(Fragment::Text { start, end: left_end });
+                    scratch.push(Fragment::Text {
+                        start,
+                        end: left_end,
+                    });
                 }
                 scratch.push(Fragment::Token(id));
                 start = m + needle.len();

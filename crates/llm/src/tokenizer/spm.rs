@@ -177,7 +177,9 @@ fn pair_score(vocab: &Vocabulary, text: &[u8], symbols: &[Symbol], i: u32) -> Op
         return None;
     }
     let len = s.len + symbols[s.next as usize].len;
-    let id = vocab.table.find(&text[s.start as usize..(s.start + len) as usize])?;
+    let id = vocab
+        .table
+        .find(&text[s.start as usize..(s.start + len) as usize])?;
     Some(vocab.scores[id as usize])
 }
 
@@ -193,7 +195,12 @@ fn merge(symbols: &mut [Symbol], left: u32, right: u32) {
 }
 
 /// The merges of a short segment: repeatedly the best current pair, found by a scan.
-fn merge_by_scan(vocab: &Vocabulary, text: &[u8], symbols: &mut [Symbol], pairs: &mut Vec<Option<f32>>) {
+fn merge_by_scan(
+    vocab: &Vocabulary,
+    text: &[u8],
+    symbols: &mut [Symbol],
+    pairs: &mut Vec<Option<f32>>,
+) {
     if symbols.is_empty() {
         return;
     }
@@ -224,7 +231,12 @@ fn merge_by_scan(vocab: &Vocabulary, text: &[u8], symbols: &mut [Symbol], pairs:
 
 /// The merges of a long segment, through the priority queue (llama.cpp's algorithm):
 /// entries made stale by an earlier merge no longer match their symbols' lengths.
-fn merge_by_queue(vocab: &Vocabulary, text: &[u8], symbols: &mut [Symbol], queue: &mut BinaryHeap<Bigram>) {
+fn merge_by_queue(
+    vocab: &Vocabulary,
+    text: &[u8],
+    symbols: &mut [Symbol],
+    queue: &mut BinaryHeap<Bigram>,
+) {
     for i in 1..symbols.len() as u32 {
         try_add_bigram(vocab, text, symbols, queue, i - 1, i);
     }

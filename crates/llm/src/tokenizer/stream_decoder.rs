@@ -45,7 +45,12 @@ pub struct TokenStreamDecoder {
 impl TokenStreamDecoder {
     /// A decoder at the start of a sequence.
     pub fn new(options: DetokenizeOptions) -> TokenStreamDecoder {
-        TokenStreamDecoder { options, pending: Vec::with_capacity(16), ready: String::with_capacity(64), first: true }
+        TokenStreamDecoder {
+            options,
+            pending: Vec::with_capacity(16),
+            ready: String::with_capacity(64),
+            first: true,
+        }
     }
 
     /// Appends token `id` and returns the text it completes (possibly empty).
@@ -93,7 +98,8 @@ impl TokenStreamDecoder {
                 }
                 Err(e) => {
                     let valid = e.valid_up_to();
-                    self.ready.push_str(std::str::from_utf8(&rest[..valid]).unwrap_or_default());
+                    self.ready
+                        .push_str(std::str::from_utf8(&rest[..valid]).unwrap_or_default());
                     match e.error_len() {
                         Some(bad) => {
                             self.ready.push('\u{FFFD}');

@@ -44,7 +44,11 @@ impl TokenTable {
             offsets.push(bytes.len());
         }
         let capacity = (tokens.len() * 2).next_power_of_two().max(16);
-        let mut table = TokenTable { bytes, offsets, slots: vec![0; capacity] };
+        let mut table = TokenTable {
+            bytes,
+            offsets,
+            slots: vec![0; capacity],
+        };
         for id in 0..tokens.len() as u32 {
             let text = table.text(id);
             if text.is_empty() {
@@ -62,7 +66,10 @@ impl TokenTable {
                 }
                 let other = (slot as u32) - 1;
                 if slot & 0xffff_ffff_0000_0000 == tag && table.text(other) == text {
-                    return Err(TableError::Duplicate { first: other, second: id });
+                    return Err(TableError::Duplicate {
+                        first: other,
+                        second: id,
+                    });
                 }
                 i = (i + 1) & mask;
             }
@@ -153,7 +160,13 @@ mod tests {
         assert_eq!(t.find(b""), None);
         assert_eq!(t.find(b"zz"), None);
         assert_eq!(t.text(2), b"");
-        assert_eq!(TokenTable::new(&["x", "y", "x"]).unwrap_err(), TableError::Duplicate { first: 0, second: 2 });
+        assert_eq!(
+            TokenTable::new(&["x", "y", "x"]).unwrap_err(),
+            TableError::Duplicate {
+                first: 0,
+                second: 2
+            }
+        );
     }
 
     #[test]

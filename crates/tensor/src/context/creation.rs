@@ -85,12 +85,20 @@ impl ExecContext {
         if bytes.len() != expected {
             let per = dtype.block_bytes();
             if !dtype.is_quantized() && bytes.len().is_multiple_of(per) {
-                return Err(TensorError::DataLength { op: "from_bytes", got: bytes.len() / per, expected: expected / per, shape });
+                return Err(TensorError::DataLength {
+                    op: "from_bytes",
+                    got: bytes.len() / per,
+                    expected: expected / per,
+                    shape,
+                });
             }
             return Err(TensorError::Argument {
                 op: "from_bytes",
                 name: "bytes",
-                reason: format!("got {} bytes, {dtype} shape {shape} needs {expected}", bytes.len()),
+                reason: format!(
+                    "got {} bytes, {dtype} shape {shape} needs {expected}",
+                    bytes.len()
+                ),
             });
         }
         self.backend.upload(bytes, &mut out)?;

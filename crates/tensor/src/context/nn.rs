@@ -120,7 +120,11 @@ impl ExecContext {
             });
         }
         let rd = config.rotary_dims;
-        if rd == 0 || !rd.is_multiple_of(2) || rd > d || !(config.theta.is_finite() && config.theta > 0.0) {
+        if rd == 0
+            || !rd.is_multiple_of(2)
+            || rd > d
+            || !(config.theta.is_finite() && config.theta > 0.0)
+        {
             return Err(TensorError::Argument {
                 op,
                 name: "config",

@@ -92,7 +92,10 @@ fn for_each_target_row(
 /// `logsumexp` of a row given by `get` over `n` entries.
 fn logsumexp(get: &dyn Fn(usize) -> f64, n: usize) -> f64 {
     let max = (0..n).map(get).fold(f64::NEG_INFINITY, f64::max);
-    max + (0..n).map(|j| (get(j) - max).exp()).fold(0.0, |acc, v| acc + v).ln()
+    max + (0..n)
+        .map(|j| (get(j) - max).exp())
+        .fold(0.0, |acc, v| acc + v)
+        .ln()
 }
 
 pub(crate) fn cross_entropy(

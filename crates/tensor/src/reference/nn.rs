@@ -45,7 +45,10 @@ pub(crate) fn rms_norm(x: &Tensor, w: &Tensor, eps: f64, out: &mut Tensor) -> Re
     let offset = out.layout().offset();
     let mut wr = Writer::new(out)?;
     for_each_row(x, |row, base, step| {
-        let ms = (0..d).map(|i| rx.get(base + i * step).powi(2)).fold(0.0, |acc, v| acc + v) / d as f64;
+        let ms = (0..d)
+            .map(|i| rx.get(base + i * step).powi(2))
+            .fold(0.0, |acc, v| acc + v)
+            / d as f64;
         let scale = 1.0 / (ms + eps).sqrt();
         for i in 0..d {
             wr.set(
@@ -70,7 +73,10 @@ pub(crate) fn layer_norm(
     let offset = out.layout().offset();
     let mut wr = Writer::new(out)?;
     for_each_row(x, |row, base, step| {
-        let mean = (0..d).map(|i| rx.get(base + i * step)).fold(0.0, |acc, v| acc + v) / d as f64;
+        let mean = (0..d)
+            .map(|i| rx.get(base + i * step))
+            .fold(0.0, |acc, v| acc + v)
+            / d as f64;
         let var = (0..d)
             .map(|i| (rx.get(base + i * step) - mean).powi(2))
             .fold(0.0, |acc, v| acc + v)

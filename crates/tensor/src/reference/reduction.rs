@@ -85,7 +85,9 @@ pub(crate) fn softmax(x: &Tensor, log: bool, out: &mut Tensor) -> Result<()> {
     let mut w = Writer::new(out)?;
     for_each_lane(x, dim, |pos, get| {
         let max = (0..n).map(get).fold(f64::NEG_INFINITY, f64::max);
-        let sum: f64 = (0..n).map(|k| (get(k) - max).exp()).fold(0.0, |acc, v| acc + v);
+        let sum: f64 = (0..n)
+            .map(|k| (get(k) - max).exp())
+            .fold(0.0, |acc, v| acc + v);
         for k in 0..n {
             let v = get(k) - max;
             let y = if log { v - sum.ln() } else { v.exp() / sum };
