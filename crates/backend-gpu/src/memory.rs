@@ -38,6 +38,12 @@ impl DeviceBlock {
         self.last_use.load(Ordering::Acquire)
     }
 
+    /// Marks the buffer as never ready again (it may be in an unknown state after a
+    /// device error): the pool keeps it out of use and frees it on the next trim.
+    pub(crate) fn retire(&self) {
+        self.stamp(u64::MAX);
+    }
+
     /// Records that submission `index` uses the buffer.
     pub(crate) fn stamp(&self, index: u64) {
         self.last_use.fetch_max(index, Ordering::AcqRel);

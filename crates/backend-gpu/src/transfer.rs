@@ -8,10 +8,14 @@
 //!   recorded work, then mapped (blocking until the GPU is done).
 
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use crate::device_context::DeviceContext;
 use crate::error::{GpuError, Result};
 use crate::memory::DeviceBlock;
+
+/// How long a read-back waits for its buffer to map before reporting a device error.
+const MAP_TIMEOUT: Duration = Duration::from_secs(300);
 
 impl DeviceContext {
     /// Copies `dst.len()` bytes from `block` at byte `offset` to the host, after all work
@@ -71,38 +75,64 @@ impl DeviceContext {
         slice.map_async(wgpu::MapMode::Read, move |r| {
             *sink.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
         });
-        self.device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| GpuError::Device {
-                op: OP,
-                message: e.to_string(),
-            })?;
-        let outcome = mapped.lock().unwrap_or_else(|p| p.into_inner()).take();
-        match outcome {
-            Some(Ok(())) => {}
-            Some(Err(e)) => {
-                return Err(GpuError::Device {
-                    op: OP,
-                    message: e.to_string(),
-                });
-            }
-            None => {
-                return Err(GpuError::Device {
-                    op: OP,
-                    message: "the staging buffer was not mapped after waiting".into(),
-                });
-            }
+        let outcome = self.wait_for_map(&mapped);
+        if let Err(e) = outcome {
+            // The buffer may still be mapped or have a mapping pending: never reuse it
+            // (the pool frees it on the next trim).
+            staging.block().retire();
+            return Err(e);
         }
         {
-            let view = slice.get_mapped_range().map_err(|e| GpuError::Device {
-                op: OP,
-                message: e.to_string(),
+            let view = slice.get_mapped_range().map_err(|e| {
+                staging.block().retire();
+                GpuError::Device {
+                    op: OP,
+                    message: e.to_string(),
+                }
             })?;
             let at = offset - start;
             dst.copy_from_slice(&view[at..at + dst.len()]);
         }
         staging.block().buffer().unmap();
         self.errors.check(OP)
+    }
+
+    /// Polls until the mapping callback has reported. With several threads polling, the
+    /// callback may run on another thread's poll shortly after this thread's wait
+    /// returned, so this polls again (yielding) until it has.
+    fn wait_for_map(
+        &self,
+        mapped: &Mutex<Option<Result<(), wgpu::BufferAsyncError>>>,
+    ) -> Result<()> {
+        const OP: &str = "read_back";
+        let deadline = Instant::now() + MAP_TIMEOUT;
+        loop {
+            self.device
+                .poll(wgpu::PollType::wait_indefinitely())
+                .map_err(|e| GpuError::Device {
+                    op: OP,
+                    message: e.to_string(),
+                })?;
+            let outcome = mapped.lock().unwrap_or_else(|p| p.into_inner()).take();
+            match outcome {
+                Some(Ok(())) => return Ok(()),
+                Some(Err(e)) => {
+                    return Err(GpuError::Device {
+                        op: OP,
+                        message: e.to_string(),
+                    });
+                }
+                None if Instant::now() > deadline => {
+                    return Err(GpuError::Device {
+                        op: OP,
+                        message: format!(
+                            "the read-back buffer was not mapped within {MAP_TIMEOUT:?}"
+                        ),
+                    });
+                }
+                None => std::thread::yield_now(),
+            }
+        }
     }
 
     /// Writes `data` into `block` at byte `offset`, after all work recorded so far.

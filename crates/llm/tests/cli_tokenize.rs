@@ -275,26 +275,13 @@ fn tempfile_model(dir: &Path, from: &str, edit: impl FnOnce(&mut Metadata)) -> S
 
 #[test]
 fn llama2c_tokenizer_file() {
-    let dir = std::env::var_os("TEMPRA_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"))
-        .join("models/stories260K");
-    if !dir.join("tok512.bin").is_file() {
-        assert!(
-            std::env::var("REQUIRE_MODELS").as_deref() != Ok("1"),
-            "{} is missing",
-            dir.display()
-        );
-        eprintln!(
-            "skipping: {} has no tok512.bin (set TEMPRA_SHARED_DIR)",
-            dir.display()
-        );
+    let Some(tok) = tempra_llm::testing::shared_file("models/stories260K/tok512.bin") else {
         return;
-    }
-    let tok = dir.join("tok512.bin");
-    let tok = tok.to_str().unwrap();
-    let ckpt = dir.join("stories260K.bin");
-    let ckpt = ckpt.to_str().unwrap();
+    };
+    let Some(ckpt) = tempra_llm::testing::shared_file("models/stories260K/stories260K.bin") else {
+        return;
+    };
+    let (tok, ckpt) = (tok.to_str().unwrap(), ckpt.to_str().unwrap());
     let d = Path::new(".");
     assert_eq!(
         stdout_of(tempra(

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 use tempra_llm::llama2c::Llama2cVocab;
+use tempra_llm::testing::shared_file;
 use tempra_llm::tokenizer::{
     DetokenizeOptions, PreTokenizer, SpecialTokens, TokenStreamDecoder, TokenType, TokenizeOptions,
     TokenizerModel, VocabParts, Vocabulary,
@@ -230,37 +231,19 @@ fn pre_tokenizers_match_reference_regex_engines() {
     );
 }
 
-/// `../shared` (models too large for the repository): `TEMPRA_SHARED_DIR`, else next to
-/// the workspace. `None` (with a message) when absent, a failure with `REQUIRE_MODELS=1`.
-fn shared_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("TEMPRA_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
-    if dir.join("models/stories260K/tok512.bin").is_file() {
-        return Some(dir);
-    }
-    let msg = format!(
-        "skipping: {} has no models/stories260K (set TEMPRA_SHARED_DIR)",
-        dir.display()
-    );
-    assert!(
-        std::env::var("REQUIRE_MODELS").as_deref() != Ok("1"),
-        "{msg}"
-    );
-    eprintln!("{msg}");
-    None
-}
-
 #[test]
 fn stories260k_prompts_match_llama2c() {
-    let Some(shared) = shared_dir() else { return };
-    let dir = shared.join("models/stories260K");
-    let vocab =
-        Vocabulary::from_llama2c(&Llama2cVocab::open(&dir.join("tok512.bin"), 512).unwrap())
-            .unwrap();
+    // `../shared` (TEMPRA_SHARED_DIR): skipped with a message when absent, a failure
+    // with REQUIRE_MODELS=1.
+    let Some(tok) = shared_file("models/stories260K/tok512.bin") else {
+        return;
+    };
+    let Some(greedy) = shared_file("models/stories260K/greedy.json") else {
+        return;
+    };
+    let vocab = Vocabulary::from_llama2c(&Llama2cVocab::open(&tok, 512).unwrap()).unwrap();
     assert_eq!(vocab.model(), TokenizerModel::Spm);
-    let greedy: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("greedy.json")).unwrap()).unwrap();
+    let greedy: Value = serde_json::from_str(&std::fs::read_to_string(greedy).unwrap()).unwrap();
     let cases = greedy["cases"].as_array().unwrap();
     assert!(cases.len() >= 2);
     for case in cases {

@@ -63,6 +63,12 @@ pub(crate) const SCALAR: GemmKernel = GemmKernel {
     run: kernel_scalar::kernel,
 };
 
+// Dequantize-while-packing reads whole blocks: every depth block must cover whole
+// 256-value K-quant super-blocks (and so whole 32-value blocks).
+const _: () = assert!(SCALAR.kc.is_multiple_of(256) && SCALAR.kc <= KC_MAX);
+#[cfg(target_arch = "x86_64")]
+const _: () = assert!(AVX2.kc.is_multiple_of(256) && AVX2.kc <= KC_MAX);
+
 /// The AVX2+FMA kernel; only hand it out after runtime detection.
 #[cfg(target_arch = "x86_64")]
 const AVX2: GemmKernel = GemmKernel {

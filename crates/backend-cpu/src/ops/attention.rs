@@ -97,7 +97,16 @@ pub(crate) fn attention(
         .parallel_chunks_mut(y, item_len, min_items, |items, part| {
             let mut scratch = Scratch::new();
             let mut qbuf = [0f32; MAX_ROWS * MAX_HEAD_DIM];
-            for (local, item) in items.enumerate() {
+            // Items are ordered (lead, t, kv head, sub-group), like the output rows; walk
+            // them grouped by (kv head, sub-group) instead, so consecutive tiles read the
+            // same key/value rows while they are still in cache (prefill).
+            let per_position = hkv * n_sub;
+            let by_head = (0..per_position).flat_map(|g| {
+                let first = items.start + (g + per_position - items.start % per_position) % per_position;
+                (first..items.end).step_by(per_position)
+            });
+            for item in by_head {
+                let local = item - items.start;
                 let sub = item % n_sub;
                 let rest = item / n_sub;
                 let kvh = rest % hkv;

@@ -52,6 +52,21 @@ macro_rules! setup {
     }};
 }
 
+/// Like [`setup!`], with a backend of its own (for tests that count host fallbacks or
+/// pool traffic, which other tests would disturb on the shared one).
+#[macro_export]
+macro_rules! setup_own {
+    ($name:expr) => {{
+        let Some(gpu) =
+            $crate::common::backend_with(&tempra_backend_gpu::GpuOptions::from_env(), $name)
+        else {
+            return Ok(());
+        };
+        let g = gpu.exec_context();
+        (gpu, g, tempra_tensor::ExecContext::reference())
+    }};
+}
+
 /// Uniform values in `[low, high)` on both contexts (the same values: seeded generation
 /// is identical on every backend).
 pub(crate) fn rand_pair(

@@ -4,11 +4,11 @@
 use tempra_tensor::{AttentionParams, DType};
 
 use crate::common::{assert_close, randn_pair, tol};
-use crate::setup;
+use crate::{setup, setup_own};
 
 #[test]
 fn f64_ops_fall_back_exactly() -> anyhow::Result<()> {
-    let (gpu, g, r) = setup!("f64_ops_fall_back_exactly");
+    let (gpu, g, r) = setup_own!("f64_ops_fall_back_exactly");
     let (ag, ar) = randn_pair(&g, &r, &[5, 7], DType::F64, 170)?;
     let (bg, br) = randn_pair(&g, &r, &[7, 3], DType::F64, 171)?;
     assert_close(
@@ -50,7 +50,7 @@ fn f64_ops_fall_back_exactly() -> anyhow::Result<()> {
 
 #[test]
 fn training_ops_and_quantize_on_the_host() -> anyhow::Result<()> {
-    let (_gpu, g, r) = setup!("training_ops_and_quantize_on_the_host");
+    let (_gpu, g, r) = setup_own!("training_ops_and_quantize_on_the_host");
     let (lg, lr) = randn_pair(&g, &r, &[4, 9], DType::F32, 180)?;
     let targets = [1u32, 8, 0, 5];
     let (tg, tr) = (g.from_slice(&targets, &[4])?, r.from_slice(&targets, &[4])?);

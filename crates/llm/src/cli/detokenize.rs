@@ -10,6 +10,10 @@ use super::vocab_source::load_vocabulary;
 
 /// Arguments of `tempra detokenize`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "MODEL may also be a llama2.c tokenizer file (tok512.bin) on its own. \
+The text is written as it is, without a trailing newline."
+)]
 pub(crate) struct DetokenizeArgs {
     #[command(flatten)]
     model: ModelArgs,

@@ -35,11 +35,19 @@ pub(crate) fn run(args: LogitsArgs) -> anyhow::Result<()> {
         bail!("no tokens to evaluate (the prompt tokenized to nothing)");
     }
     let vocab = model.config().vocab_size;
-    if let Some((i, &id)) = tokens.iter().enumerate().find(|&(_, &id)| id as usize >= vocab) {
+    if let Some((i, &id)) = tokens
+        .iter()
+        .enumerate()
+        .find(|&(_, &id)| id as usize >= vocab)
+    {
         bail!("token {id} (at index {i}) is outside the vocabulary of {vocab} tokens");
     }
     if tokens.len() > model.context_length() {
-        bail!("{} tokens do not fit the context of {} (raise --ctx)", tokens.len(), model.context_length());
+        bail!(
+            "{} tokens do not fit the context of {} (raise --ctx)",
+            tokens.len(),
+            model.context_length()
+        );
     }
     let mut session = model.session()?;
     let logits = session.logits_all(&tokens)?;

@@ -29,7 +29,10 @@ pub(crate) fn measure_read_gbs(threads: usize) -> f64 {
     for _ in 0..PASSES {
         let start = Instant::now();
         let sums: Vec<u64> = std::thread::scope(|s| {
-            let handles: Vec<_> = buffer.chunks(share).map(|chunk| s.spawn(move || sum(chunk))).collect();
+            let handles: Vec<_> = buffer
+                .chunks(share)
+                .map(|chunk| s.spawn(move || sum(chunk)))
+                .collect();
             handles.into_iter().map(|h| h.join().unwrap_or(0)).collect()
         });
         best = best.min(start.elapsed().as_secs_f64());
@@ -49,7 +52,10 @@ fn sum(values: &[u64]) -> u64 {
             *lane = lane.wrapping_add(v);
         }
     }
-    lanes.iter().chain(rest).fold(0u64, |a, &b| a.wrapping_add(b))
+    lanes
+        .iter()
+        .chain(rest)
+        .fold(0u64, |a, &b| a.wrapping_add(b))
 }
 
 #[cfg(test)]

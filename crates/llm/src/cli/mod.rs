@@ -1,11 +1,15 @@
 //! Command-line front end: one module per subcommand.
 
+mod bench;
 mod convert;
 mod detokenize;
 mod engine_args;
 mod info;
+mod logits;
+mod memory_bandwidth;
 mod model_arg;
 mod output_file;
+mod perplexity;
 mod quantize;
 mod run;
 mod tokenize;
@@ -27,6 +31,13 @@ struct Cli {
 enum Command {
     /// Generate text from a prompt.
     Run(run::RunArgs),
+    /// Print the logits of every position of a token sequence as JSON.
+    Logits(logits::LogitsArgs),
+    /// Measure prompt-processing and generation speed (as llama-bench does).
+    Bench(bench::BenchArgs),
+    /// Compute the perplexity of a text file (as llama-perplexity does; --ctx sets the
+    /// window, default 512).
+    Perplexity(perplexity::PerplexityArgs),
     /// Show a model's architecture, hyperparameters, vocabulary and tensors.
     Info(info::InfoArgs),
     /// Write a model (e.g. a llama2.c checkpoint with --tokenizer) as GGUF.
@@ -55,6 +66,9 @@ pub(crate) fn run() -> ExitCode {
     };
     let result: anyhow::Result<()> = match cli.command {
         Command::Run(args) => run::run(args),
+        Command::Logits(args) => logits::run(args),
+        Command::Bench(args) => bench::run(args),
+        Command::Perplexity(args) => perplexity::run(args),
         Command::Info(args) => info::run(args),
         Command::Convert(args) => convert::run(args),
         Command::Quantize(args) => quantize::run(args),
@@ -64,10 +78,27 @@ pub(crate) fn run() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", one_line_error(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// An error and its causes on one line, `: `-separated, leaving out a cause whose text
+/// the line already ends with (errors that print their source in their own message).
+fn one_line_error(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if line.ends_with(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line.replace('\n', " ")
 }
 
 /// clap's error message without its usage block and tips, on one line.

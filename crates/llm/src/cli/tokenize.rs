@@ -13,7 +13,10 @@ use super::vocab_source::load_vocabulary;
 
 /// Arguments of `tempra tokenize`.
 #[derive(Debug, clap::Args)]
-#[command(group = clap::ArgGroup::new("input").required(true).args(["prompt", "file"]))]
+#[command(
+    group = clap::ArgGroup::new("input").required(true).args(["prompt", "file"]),
+    after_help = "MODEL may also be a llama2.c tokenizer file (tok512.bin) on its own."
+)]
 pub(crate) struct TokenizeArgs {
     #[command(flatten)]
     model: ModelArgs,

@@ -1,5 +1,35 @@
 //! The LLM engines: weights, the transformer forward (written once over autograd `Var`s),
 //! KV cache, sessions, the sampler and token generation.
+//!
+//! A [`Model`] holds the weights (zero-copy views of the file mapping) and the exec
+//! context; each [`Session`] owns a KV cache allocated once for the context length;
+//! [`Generation`] samples tokens after a prompt and streams their text, stopping at an
+//! end-of-generation token, a stop string, `max_tokens`, a full context or a cancel flag.
+//!
+//! ```
+//! use tempra_llm::engine::{Generation, LoadOptions, Model, SamplerConfig, Sampler, StopConditions};
+//! use tempra_llm::tokenizer::TokenizeOptions;
+//! # use tempra_llm::testing::{ModelShape, RandomModelSpec, write_random_model};
+//! # let dir = tempfile::tempdir()?;
+//! # let path = dir.path().join("model.gguf");
+//! # let shape = ModelShape::parse("dim=64,layers=2,heads=4,ffn=128,vocab=300")?;
+//! # std::fs::write(&path, write_random_model(&RandomModelSpec::llama(shape), Vec::new())?)?;
+//!
+//! let model = Model::load(&path, &LoadOptions { threads: Some(2), ..LoadOptions::default() })?;
+//! let prompt = model.vocab().tokenize("Once upon a time", TokenizeOptions::default());
+//! let mut session = model.session()?; // owns its KV cache (f16, the model's context)
+//! let sampler = Sampler::new(SamplerConfig { seed: 42, ..SamplerConfig::default() });
+//! let stop = StopConditions { max_tokens: Some(16), stop_strings: vec!["\n\n".into()], ..Default::default() };
+//! let mut generation = Generation::new(&mut session, &prompt, sampler, stop)?;
+//! let mut text = String::new();
+//! for piece in generation.by_ref() {
+//!     text.push_str(&piece?.text); // print it as it comes
+//! }
+//! text.push_str(&generation.take_remaining_text());
+//! println!("{text} ({:?})", generation.finish_reason());
+//! assert!(session.len() <= prompt.len() + 16); // the session keeps the conversation
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod forward;
 mod generation;

@@ -56,6 +56,25 @@ pub(crate) fn is_punctuation(c: char) -> bool {
     )
 }
 
+/// `\p{M}`: any mark (Mn, Mc, Me).
+pub(crate) fn is_mark(c: char) -> bool {
+    !c.is_ascii()
+        && matches!(
+            get_general_category(c),
+            Gc::NonspacingMark | Gc::SpacingMark | Gc::EnclosingMark
+        )
+}
+
+/// `[\p{L}\p{M}]`.
+pub(crate) fn is_letter_or_mark(c: char) -> bool {
+    is_letter(c) || is_mark(c)
+}
+
+/// `[^\s\p{L}\p{M}\p{N}]`.
+pub(crate) fn is_not_space_letter_mark_number(c: char) -> bool {
+    is_not_space_letter_number(c) && !is_mark(c)
+}
+
 /// `[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]`: the "upper" run class of the tekken pattern.
 pub(crate) fn is_upper_run(c: char) -> bool {
     if c.is_ascii() {
@@ -277,6 +296,7 @@ mod tests {
         assert!(is_punctuation('!') && is_punctuation('«') && !is_punctuation('$'));
         assert!(is_default_punctuation('$') && is_default_punctuation('|'));
         assert!(is_whitespace('\u{3000}') && is_whitespace('\u{85}') && !is_whitespace('\u{200B}'));
+        assert!(is_mark('\u{301}') && !is_mark('a') && is_letter_or_mark('\u{301}'));
         assert!(is_upper_run('A') && is_upper_run('中') && !is_upper_run('a'));
         assert!(is_lower_run('a') && is_lower_run('中') && !is_lower_run('A'));
         assert!(is_deepseek_letter('Ω') && is_deepseek_letter('ä') && !is_deepseek_letter('中'));

@@ -26,6 +26,8 @@ pub enum PreTokenizer {
     /// Qwen2 (`qwen2`, `stablelm2`, `deepseek-r1-qwen`, ...): the Llama 3 regex with
     /// single digits.
     Qwen2,
+    /// Qwen3.5 (`qwen35`): Qwen2 with combining marks kept in words.
+    Qwen35,
     /// DeepSeek LLM (`deepseek-llm`).
     DeepseekLlm,
     /// DeepSeek Coder (`deepseek-coder`).
@@ -119,6 +121,7 @@ pub(crate) const PRE_TOKENIZER_NAMES: &[PreTokenizerName] = &[
     name("hunyuan", PreTokenizer::Qwen2),
     name("megrez", PreTokenizer::Qwen2),
     name("solar-open", PreTokenizer::Qwen2),
+    name("qwen35", PreTokenizer::Qwen35),
     name_ignoring_merges("tekken", PreTokenizer::Tekken),
     name("bloom", PreTokenizer::Bloom),
     name("poro-chat", PreTokenizer::Bloom),
@@ -139,6 +142,7 @@ impl PreTokenizer {
             PreTokenizer::Gpt2 => "gpt-2",
             PreTokenizer::Llama3 => "llama-bpe",
             PreTokenizer::Qwen2 => "qwen2",
+            PreTokenizer::Qwen35 => "qwen35",
             PreTokenizer::DeepseekLlm => "deepseek-llm",
             PreTokenizer::DeepseekCoder => "deepseek-coder",
             PreTokenizer::Tekken => "tekken",
@@ -155,6 +159,7 @@ impl PreTokenizer {
             PreTokenizer::Gpt2 => &[GPT2],
             PreTokenizer::Llama3 => &[LLAMA3],
             PreTokenizer::Qwen2 => &[QWEN2],
+            PreTokenizer::Qwen35 => &[QWEN35],
             PreTokenizer::DeepseekLlm => DEEPSEEK_LLM,
             PreTokenizer::DeepseekCoder => DEEPSEEK_CODER,
             PreTokenizer::Tekken => &[TEKKEN],
@@ -238,6 +243,22 @@ const QWEN2: Pattern = Pattern(&[
     &[
         opt(is_space),
         plus(is_not_space_letter_number),
+        star(is_cr_or_lf),
+    ],
+    &[star(is_whitespace), plus(is_cr_or_lf)],
+    &[plus(is_whitespace), NOT_FOLLOWED_BY_NON_SPACE],
+    &[plus(is_whitespace)],
+]);
+
+/// `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}|
+/// ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+const QWEN35: Pattern = Pattern(&[
+    &[CONTRACTION_I],
+    &[opt(is_not_cr_lf_letter_number), plus(is_letter_or_mark)],
+    &[one(is_number)],
+    &[
+        opt(is_space),
+        plus(is_not_space_letter_mark_number),
         star(is_cr_or_lf),
     ],
     &[star(is_whitespace), plus(is_cr_or_lf)],

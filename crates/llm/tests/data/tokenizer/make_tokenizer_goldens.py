@@ -230,6 +230,10 @@ QWEN2_PATTERN = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
     r"\s*[\r\n]+|\s+(?!\S)|\s+"
 )
+QWEN35_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|"
+    r"\s*[\r\n]+|\s+(?!\S)|\s+"
+)
 GPT2_PATTERN = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
 TEKKEN_PATTERN = (
     r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|"
@@ -262,6 +266,7 @@ HF_SEQUENCES = {
     "gpt-2": [GPT2_PATTERN],
     "llama-bpe": [LLAMA3_PATTERN],
     "qwen2": [QWEN2_PATTERN],
+    "qwen35": [QWEN35_PATTERN],
     "tekken": [TEKKEN_PATTERN],
     "deepseek-llm": DEEPSEEK_LLM_PATTERNS,
     "deepseek-coder": DEEPSEEK_CODER_PATTERNS,

@@ -1,0 +1,442 @@
+//! `tempra logits`, `tempra bench` and `tempra perplexity` through the binary: their
+//! output formats, agreement with the library, and one clean error line on bad input.
+#![cfg(feature = "cli")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use tempra_llm::engine::{LoadOptions, Model, logits_slice};
+use tempra_llm::testing::{ModelShape, RandomModelSpec, shared_file, write_random_model};
+use tempra_tensor::DType;
+
+fn tempra(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tempra"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+/// Runs `tempra args`, checks it succeeded and returns its stdout.
+fn succeeds(dir: &Path, args: &[&str]) -> String {
+    let out = tempra(dir, args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{args:?} failed: {stderr}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs `tempra args`; checks the failure is one clean line containing `expect`.
+fn fails(dir: &Path, args: &[&str], expect: &str) {
+    let out = tempra(dir, args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{args:?} succeeded");
+    assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| !l.starts_with("warning: a debug build"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{args:?}: not one line:\n{stderr}");
+    assert!(lines[0].starts_with("error: "), "{args:?}: {stderr}");
+    assert!(
+        lines[0].contains(expect),
+        "{args:?}: `{expect}` not in: {stderr}"
+    );
+}
+
+/// A small random llama model (vocabulary 300) in `dir`.
+fn random_model_file(dir: &Path) -> PathBuf {
+    let shape = ModelShape::parse("dim=64,layers=2,heads=4,kv_heads=2,ffn=128,vocab=300").unwrap();
+    let bytes =
+        write_random_model(&RandomModelSpec::llama(shape).with_seed(5), Vec::new()).unwrap();
+    let path = dir.join("model.gguf");
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}):\n{text}"))
+}
+
+fn ids(value: &serde_json::Value) -> Vec<u32> {
+    value
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap() as u32)
+        .collect()
+}
+
+fn argmax(row: &[f32]) -> usize {
+    row.iter()
+        .enumerate()
+        .fold(
+            (0, f32::NEG_INFINITY),
+            |b, (i, &v)| if v > b.1 { (i, v) } else { b },
+        )
+        .0
+}
+
+#[test]
+fn logits_prints_one_json_object_equal_to_the_library_logits() {
+    let dir = tempfile::tempdir().unwrap();
+    let model_path = random_model_file(dir.path());
+    let stdout = succeeds(
+        dir.path(),
+        &[
+            "logits",
+            "-m",
+            "model.gguf",
+            "--tokens",
+            "7,1,299,42",
+            "--kv-type",
+            "f32",
+        ],
+    );
+    let value = json(&stdout);
+    assert_eq!(
+        ids(&value["tokens"]),
+        [7, 1, 299, 42],
+        "--tokens are used verbatim"
+    );
+    let rows: Vec<Vec<f32>> = value["logits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r.as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap() as f32)
+                .collect()
+        })
+        .collect();
+    assert_eq!((rows.len(), rows[0].len()), (4, 300));
+
+    let options = LoadOptions {
+        kv_type: DType::F32,
+        ..LoadOptions::default()
+    };
+    let model = Model::load(&model_path, &options).unwrap();
+    let logits = model
+        .session()
+        .unwrap()
+        .logits_all(&[7, 1, 299, 42])
+        .unwrap();
+    let want = logits_slice(&logits).unwrap();
+    for (got, want) in rows.iter().flatten().zip(want) {
+        assert!(
+            (got - want).abs() <= 1e-5 * want.abs().max(1.0),
+            "{got} vs {want}"
+        );
+    }
+
+    // --prompt adds the model's BOS.
+    let value = json(&succeeds(
+        dir.path(),
+        &["logits", "-m", "model.gguf", "--prompt", "ab"],
+    ));
+    let tokens = ids(&value["tokens"]);
+    assert_eq!(tokens[0], model.vocab().bos().unwrap());
+    assert_eq!(value["logits"].as_array().unwrap().len(), tokens.len());
+}
+
+#[test]
+fn logits_on_stories260k_predict_what_run_c_generates() {
+    let (Some(ckpt), Some(tok), Some(greedy)) = (
+        shared_file("models/stories260K/stories260K.bin"),
+        shared_file("models/stories260K/tok512.bin"),
+        shared_file("models/stories260K/greedy.json"),
+    ) else {
+        return;
+    };
+    let cases: serde_json::Value = serde_json::from_slice(&std::fs::read(greedy).unwrap()).unwrap();
+    let case = &cases["cases"][0];
+    let (ckpt, tok) = (ckpt.to_str().unwrap(), tok.to_str().unwrap());
+    let prompt = case["prompt"].as_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let value = json(&succeeds(
+        dir.path(),
+        &["logits", "-m", ckpt, "--tokenizer", tok, "--prompt", prompt],
+    ));
+    let tokens = ids(&value["tokens"]);
+    assert_eq!(tokens, ids(&case["prompt_ids"]));
+    let last: Vec<f32> = value["logits"][tokens.len() - 1]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap() as f32)
+        .collect();
+    assert_eq!(
+        argmax(&last) as u32,
+        ids(&case["next_ids"])[tokens.len() - 1]
+    );
+}
+
+#[test]
+fn bench_reports_every_field() {
+    let dir = tempfile::tempdir().unwrap();
+    random_model_file(dir.path());
+    let value = json(&succeeds(
+        dir.path(),
+        &[
+            "bench",
+            "-m",
+            "model.gguf",
+            "-p",
+            "8",
+            "-n",
+            "4",
+            "-r",
+            "2",
+            "--json",
+        ],
+    ));
+    for key in [
+        "pp_tok_s",
+        "pp_tok_s_sd",
+        "tg_tok_s",
+        "tg_tok_s_sd",
+        "mem_bw_gbs",
+    ] {
+        assert!(
+            value[key]
+                .as_f64()
+                .is_some_and(|v| v.is_finite() && v >= 0.0),
+            "{key}: {value}"
+        );
+    }
+    assert!(value["pp_tok_s"].as_f64().unwrap() > 0.0 && value["tg_tok_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(
+        (value["n_prompt"].as_u64(), value["n_gen"].as_u64()),
+        (Some(8), Some(4))
+    );
+    for key in [
+        "threads",
+        "model_bytes",
+        "peak_rss_bytes",
+        "pool_peak_bytes",
+        "kv_cache_bytes",
+    ] {
+        assert!(value[key].as_u64().is_some_and(|v| v > 0), "{key}: {value}");
+    }
+
+    let value = json(&succeeds(
+        dir.path(),
+        &[
+            "bench",
+            "-m",
+            "model.gguf",
+            "-p",
+            "0",
+            "-n",
+            "2",
+            "-r",
+            "1",
+            "--json",
+        ],
+    ));
+    assert!(
+        value["pp_tok_s"].is_null() && value["pp_tok_s_sd"].is_null(),
+        "{value}"
+    );
+    assert!(value["tg_tok_s"].as_f64().unwrap() > 0.0);
+
+    let table = succeeds(
+        dir.path(),
+        &["bench", "-m", "model.gguf", "-p", "4", "-n", "0", "-r", "1"],
+    );
+    assert!(
+        table.contains("| pp4 |") && !table.contains("| tg"),
+        "{table}"
+    );
+    assert!(
+        table.contains("KV cache:") && table.contains("memory read bandwidth"),
+        "{table}"
+    );
+}
+
+/// A TinyStories-like text (stories260K's own kind of text).
+const STORY: &str = "Once upon a time, there was a little girl named Lily. She loved to play outside in \
+the park. One day, she saw a big, red ball. She wanted to play with it, so she ran to get it. But the ball \
+was too high up in a tree. Lily asked her mom for help. Her mom said, \"Let's get a ladder.\" They got the \
+ladder and Lily climbed up to get the ball. She was so happy! She played with the ball all day long. When \
+it was time to go home, Lily said thank you to her mom. They went home and had a yummy dinner together. The \
+next day, Lily went back to the park with her friend Tom. Tom had a little dog named Max. Max liked to run \
+and jump. Lily threw the ball and Max ran after it. They laughed and played until the sun went down.\n";
+
+/// The final estimate from `tempra perplexity`'s stdout.
+fn final_ppl(stdout: &str) -> f64 {
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("Final estimate: PPL = "))
+        .expect(stdout);
+    line["Final estimate: PPL = ".len()..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn perplexity_of_stories260k_on_a_story_is_low() {
+    let (Some(ckpt), Some(tok)) = (
+        shared_file("models/stories260K/stories260K.bin"),
+        shared_file("models/stories260K/tok512.bin"),
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("story.txt"), STORY).unwrap();
+    let (ckpt, tok) = (ckpt.to_str().unwrap(), tok.to_str().unwrap());
+    let stdout = succeeds(
+        dir.path(),
+        &[
+            "perplexity",
+            "-m",
+            ckpt,
+            "--tokenizer",
+            tok,
+            "-f",
+            "story.txt",
+            "--ctx",
+            "64",
+        ],
+    );
+    assert!(
+        stdout.starts_with("[1]"),
+        "running perplexity first: {stdout}"
+    );
+    let ppl = final_ppl(&stdout);
+    // A trained model on its own kind of text: far below the 512-token vocabulary.
+    assert!(ppl > 1.0 && ppl < 10.0, "{ppl}");
+}
+
+#[test]
+fn perplexity_of_a_random_model_is_near_chance() {
+    let dir = tempfile::tempdir().unwrap();
+    random_model_file(dir.path());
+    std::fs::write(dir.path().join("story.txt"), STORY).unwrap();
+    let stdout = succeeds(
+        dir.path(),
+        &[
+            "perplexity",
+            "-m",
+            "model.gguf",
+            "-f",
+            "story.txt",
+            "--ctx",
+            "32",
+            "--chunks",
+            "3",
+        ],
+    );
+    assert_eq!(
+        stdout.matches('[').count(),
+        3,
+        "one running value per window: {stdout}"
+    );
+    let ppl = final_ppl(&stdout);
+    assert!(ppl.is_finite() && ppl > 20.0, "{ppl}");
+}
+
+#[test]
+fn bad_input_is_one_error_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    random_model_file(d);
+    std::fs::write(d.join("short.txt"), "tiny").unwrap();
+    fails(
+        d,
+        &["logits", "-m", "model.gguf", "--tokens", "1,300"],
+        "token 300 (at index 1) is outside the vocabulary",
+    );
+    fails(
+        d,
+        &["logits", "-m", "model.gguf", "--tokens", "1,x"],
+        "invalid value 'x'",
+    );
+    fails(
+        d,
+        &["logits", "-m", "model.gguf"],
+        "required arguments were not provided",
+    );
+    fails(
+        d,
+        &[
+            "logits",
+            "-m",
+            "model.gguf",
+            "--tokens",
+            "1",
+            "--prompt",
+            "a",
+        ],
+        "cannot be used with",
+    );
+    fails(
+        d,
+        &[
+            "logits",
+            "-m",
+            "model.gguf",
+            "--tokens",
+            "1,2,3",
+            "--ctx",
+            "2",
+        ],
+        "3 tokens do not fit the context of 2",
+    );
+    fails(
+        d,
+        &["logits", "-m", "missing.gguf", "--tokens", "1"],
+        "missing.gguf: No such file",
+    );
+    fails(
+        d,
+        &["bench", "-m", "model.gguf", "-p", "0", "-n", "0"],
+        "nothing to measure",
+    );
+    fails(
+        d,
+        &["bench", "-m", "model.gguf", "-p", "8", "--ctx", "4"],
+        "--ctx 4 is smaller than the 128 tokens",
+    );
+    fails(
+        d,
+        &["bench", "-m", "model.gguf", "-r", "0"],
+        "-r must be at least 1",
+    );
+    fails(
+        d,
+        &["perplexity", "-m", "model.gguf", "-f", "missing.txt"],
+        "missing.txt",
+    );
+    fails(
+        d,
+        &[
+            "perplexity",
+            "-m",
+            "model.gguf",
+            "-f",
+            "short.txt",
+            "--ctx",
+            "16",
+        ],
+        "needs at least 32",
+    );
+    fails(
+        d,
+        &[
+            "perplexity",
+            "-m",
+            "model.gguf",
+            "-f",
+            "short.txt",
+            "--ctx",
+            "2",
+        ],
+        "too short",
+    );
+}
