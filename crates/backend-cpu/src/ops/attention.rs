@@ -102,7 +102,8 @@ pub(crate) fn attention(
             // same key/value rows while they are still in cache (prefill).
             let per_position = hkv * n_sub;
             let by_head = (0..per_position).flat_map(|g| {
-                let first = items.start + (g + per_position - items.start % per_position) % per_position;
+                let first =
+                    items.start + (g + per_position - items.start % per_position) % per_position;
                 (first..items.end).step_by(per_position)
             });
             for item in by_head {
