@@ -2,7 +2,9 @@
 //! vocabulary (`testing::SyntheticVocab`) and byte-level BPE (Llama 3 and GPT-2
 //! pre-tokenizers) with a synthetic 32k vocabulary of merge chains.
 //!
-//! `cargo bench -p tempra-llm --no-default-features --bench tokenize`
+//! `cargo bench -p tempra-llm --no-default-features --bench tokenize`; with
+//! `TEMPRA_VOCAB_DIR` set to a folder of llama.cpp's `ggml-vocab-*.gguf` files, also the
+//! real Llama 2/3, Phi-3, Qwen2, GPT-2, DeepSeek and Command-R vocabularies.
 
 use std::hint::black_box;
 
@@ -258,6 +260,28 @@ fn bench_tokenize(c: &mut Criterion) {
         group.bench_function(name, |b| {
             b.iter(|| black_box(vocab.tokenize(black_box(&text), TokenizeOptions::PLAIN)))
         });
+    }
+    // Real vocabularies: llama.cpp's ggml-vocab-*.gguf files, when TEMPRA_VOCAB_DIR
+    // points at them (see tests/tokenizer_llama_cpp_vocabs.rs).
+    if let Some(dir) = std::env::var_os("TEMPRA_VOCAB_DIR") {
+        for name in [
+            "llama-spm",
+            "phi-3",
+            "llama-bpe",
+            "qwen2",
+            "gpt-2",
+            "deepseek-llm",
+            "command-r",
+        ] {
+            let path = std::path::Path::new(&dir).join(format!("ggml-vocab-{name}.gguf"));
+            let Ok(model) = tempra_llm::ModelFile::open(&path) else {
+                continue;
+            };
+            let vocab = Vocabulary::from_gguf(model.metadata()).unwrap();
+            group.bench_function(format!("vocab_{name}"), |b| {
+                b.iter(|| black_box(vocab.tokenize(black_box(&text), TokenizeOptions::PLAIN)))
+            });
+        }
     }
     let ids = spm.tokenize(&text, TokenizeOptions::PLAIN);
     group.bench_function("spm_32k_detokenize", |b| {

@@ -440,3 +440,12 @@ fn bad_input_is_one_error_line() {
         "too short",
     );
 }
+
+#[test]
+fn help_texts() {
+    let dir = tempfile::tempdir().unwrap();
+    for command in ["logits", "bench", "perplexity"] {
+        let help = succeeds(dir.path(), &[command, "--help"]);
+        insta::assert_snapshot!(format!("{command}_help"), help);
+    }
+}

@@ -20,6 +20,7 @@ use crate::cli::memory_bandwidth::measure_read_gbs;
 
 /// Arguments of `tempra bench`.
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("ctx", |a| a.help("Context length (default: -p plus -n, as llama-bench)")))]
 pub(crate) struct BenchArgs {
     #[command(flatten)]
     engine: EngineArgs,

@@ -22,6 +22,7 @@ const DEFAULT_WINDOW: usize = 512;
 
 /// Arguments of `tempra perplexity`.
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("ctx", |a| a.help("Window length in tokens (default: 512, or the model's context if shorter)")))]
 pub(crate) struct PerplexityArgs {
     #[command(flatten)]
     engine: EngineArgs,
