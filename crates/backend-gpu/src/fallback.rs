@@ -58,9 +58,14 @@ impl GpuBackend {
                 let bytes = host.storage().host_bytes()?;
                 let len = device.layout().bytes_spanned();
                 let start = device.layout().offset() * device.dtype().block_bytes();
-                if let Some(dst) = device.storage_mut() {
-                    dst.host_bytes_mut()?[start..len].copy_from_slice(&bytes[start..len]);
-                }
+                let dst = device
+                    .storage_mut()
+                    .ok_or(tempra_tensor::TensorError::Argument {
+                        op,
+                        name: "output",
+                        reason: "its storage is shared; outputs must be unique".into(),
+                    })?;
+                dst.host_bytes_mut()?[start..len].copy_from_slice(&bytes[start..len]);
                 continue;
             }
             let layout = device.layout();

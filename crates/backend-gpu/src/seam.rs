@@ -125,7 +125,17 @@ impl Backend for GpuBackend {
             return elementwise::binary_inplace(&self.ctx, op, lhs_out, rhs)
                 .map_err(|e| e.into_tensor_error(op.name()));
         }
-        let lhs = lhs_out.clone();
+        if lhs_out.storage().is_host() {
+            // A host tensor updated in place: the reference kernel on a host copy of rhs.
+            self.count_fallback(op.name());
+            let rhs = self
+                .to_host(rhs)
+                .map_err(|e| e.into_tensor_error(op.name()))?;
+            return self.reference.binary_inplace(op, lhs_out, &rhs);
+        }
+        let lhs = self
+            .to_host(lhs_out)
+            .map_err(|e| e.into_tensor_error(op.name()))?;
         self.on_host(op.name(), &[&lhs, rhs], &mut [lhs_out], |r, i, o| {
             r.binary(op, &i[0], &i[1], &mut o[0])
         })

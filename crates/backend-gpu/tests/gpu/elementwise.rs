@@ -140,6 +140,15 @@ fn binary_inplace_through_the_seam() -> anyhow::Result<()> {
             &format!("{} in place", op.name()),
         )?;
     }
+    // A host lhs updated in place with a device rhs.
+    let mut host = r.contiguous(&r.mul_scalar(&ar, 1.0)?)?;
+    gpu.binary_inplace(BinaryOp::Sub, &mut host, &bg.broadcast_to(&[9, 13])?)?;
+    assert_close(
+        &host,
+        &r.sub(&ar, &br)?,
+        tol::EXACT_F32,
+        "host lhs in place",
+    )?;
     // The facade's add_inplace on device tensors takes the out-of-place path: same values.
     let sum = g.add_inplace(ag.clone(), &bg)?;
     assert_close(&sum, &r.add(&ar, &br)?, tol::EXACT_F32, "add_inplace")?;
