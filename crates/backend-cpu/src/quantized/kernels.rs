@@ -12,6 +12,26 @@ use tempra_tensor::{DType, Result};
 /// activation blocks (any alignment); `out.len() == acts.len()`.
 pub(crate) type DotFn = unsafe fn(usize, *const u8, &[*const u8], &mut [f32]);
 
+/// One Q8_0 activation row with its per-block scales (f32) and sums of quants (i32),
+/// computed once per row so the eight-row GEMV kernels do not redo them per row group.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ActRow {
+    /// The row's Q8_0 blocks.
+    pub(crate) blocks: *const u8,
+    /// Block `b`'s scale.
+    pub(crate) scales: *const f32,
+    /// Block `b`'s `Σ qs`.
+    pub(crate) sums: *const i32,
+}
+
+/// `out[i] = Σ_blocks w_i · act` for the eight weight rows `w_i` at `w + i · stride`
+/// (`i` in `0..8`), each of `nb` blocks, and one Q8_0 activation row.
+///
+/// Safety contract of every `Gemv8Fn`: the CPU has the features the table was built for;
+/// each of the eight weight rows holds `nb` readable blocks (any alignment); `act`
+/// points to `nb` readable Q8_0 blocks, `nb` scales and `nb` sums.
+pub(crate) type Gemv8Fn = unsafe fn(usize, *const u8, usize, &ActRow, &mut [f32; 8]);
+
 /// Quantizes one f32 row into blocks of the given activation dtype.
 pub(crate) type QuantizeFn = fn(DType, &[f32], &mut [u8]) -> Result<()>;
 
@@ -24,6 +44,7 @@ pub(crate) struct QuantKernels {
     /// The activation quantizer.
     pub(crate) quantize: QuantizeFn,
     dots: [Option<DotFn>; 10],
+    gemv8: [Option<Gemv8Fn>; 10],
 }
 
 /// The weight formats, in table order.
@@ -47,6 +68,23 @@ impl QuantKernels {
             .iter()
             .position(|&d| d == dtype)
             .and_then(|i| self.dots[i])
+    }
+
+    /// The eight-row GEMV for weights of `dtype` against Q8_0 activations, if this ISA
+    /// has one.
+    pub(crate) fn gemv8(&self, dtype: DType) -> Option<Gemv8Fn> {
+        FORMATS
+            .iter()
+            .position(|&d| d == dtype)
+            .and_then(|i| self.gemv8[i])
+    }
+
+    /// This table with `dtype`'s eight-row GEMV set.
+    pub(crate) fn with_gemv8(mut self, dtype: DType, gemv8: Gemv8Fn) -> Self {
+        if let Some(i) = FORMATS.iter().position(|&d| d == dtype) {
+            self.gemv8[i] = Some(gemv8);
+        }
+        self
     }
 
     /// This table with `dtype`'s dot product replaced.
@@ -88,6 +126,7 @@ pub(crate) const SCALAR: QuantKernels = QuantKernels {
         Some(scalar_dot::<quant::BlockQ5K>),
         Some(scalar_dot::<quant::BlockQ6K>),
     ],
+    gemv8: [None; 10],
 };
 
 /// The AVX2 (+FMA, F16C) table if this CPU has those features.

@@ -21,9 +21,11 @@ mod probe;
 mod tests;
 
 use tempra_tensor::quant::vec_dot_dtype;
-use tempra_tensor::{Result, Tensor, TensorError};
+use tempra_tensor::{DType, Result, Tensor, TensorError};
 
 pub(crate) use kernels::{QuantKernels, SCALAR, avx2_kernels};
+
+use kernels::ActRow;
 
 use crate::gemm::Gemm;
 
@@ -88,15 +90,25 @@ pub(crate) fn linear(
         out_slice.fill(0.0);
         return add_bias(bias, out_slice, n);
     }
-    // Quantize every activation row once into the scratch lease.
+    // Quantize every activation row once into the scratch lease, laid out as
+    // [per-block scales and sums (eight-row GEMV only) | one gathered f32 row (strided
+    // input only) | quantized rows], so the f32/i32 parts stay 4-byte aligned.
     let act_row_bytes = blocks * a_bytes_per_block;
     let x_step = x.layout().strides()[x_rank - 1];
+    let gemv8 = kernels.gemv8(wd).filter(|_| act == DType::Q8_0);
+    let stat_bytes = if gemv8.is_some() {
+        rows * blocks * 8
+    } else {
+        0
+    };
     let gather = if x_step == 1 { 0 } else { k * size_of::<f32>() };
     let mut lease = g
         .pool
-        .acquire(rows * act_row_bytes + gather)
+        .acquire(stat_bytes + gather + rows * act_row_bytes)
         .map_err(|source| TensorError::Pool { op: OP, source })?;
-    let (acts, gather_buf) = lease.as_bytes_mut().split_at_mut(rows * act_row_bytes);
+    let (stats, rest) = lease.as_bytes_mut().split_at_mut(stat_bytes);
+    let (gather_buf, rest) = rest.split_at_mut(gather);
+    let acts = &mut rest[..rows * act_row_bytes];
     let xs = x.host_slice::<f32>()?;
     let lead = &x.dims()[..x_rank - 1];
     let lead_strides = &x.layout().strides()[..x_rank - 1];
@@ -105,12 +117,20 @@ pub(crate) fn linear(
         if x_step == 1 {
             (kernels.quantize)(act, &xs[start..start + k], act_row)?;
         } else {
-            let buf: &mut [f32] = bytemuck::cast_slice_mut(&mut gather_buf[..k * size_of::<f32>()]);
+            let buf: &mut [f32] = bytemuck::cast_slice_mut(gather_buf);
             for (e, v) in buf.iter_mut().enumerate() {
                 *v = xs[start + e * x_step];
             }
             (kernels.quantize)(act, buf, act_row)?;
         }
+    }
+    let (scales, sums) = stats.split_at_mut(stat_bytes / 2);
+    let (scales, sums): (&mut [f32], &mut [i32]) = (
+        bytemuck::cast_slice_mut(scales),
+        bytemuck::cast_slice_mut(sums),
+    );
+    if gemv8.is_some() {
+        q8_0_block_stats(acts, scales, sums);
     }
     let acts: &[u8] = acts;
     let out_ptr = OutRows(out_slice.as_mut_ptr());
@@ -122,6 +142,58 @@ pub(crate) fn linear(
             name: "w",
             reason: "rows run past the storage".into(),
         });
+    }
+    if let Some(gemv8) = gemv8 {
+        let (scales, sums): (&[f32], &[i32]) = (scales, sums);
+        let acts = ActRows {
+            acts,
+            scales,
+            sums,
+            row_bytes: act_row_bytes,
+            blocks,
+        };
+        let groups = n / 8;
+        let task8 = |range: std::ops::Range<usize>| {
+            let mut dots = [0f32; 8];
+            for group in range {
+                let j = group * 8;
+                let w_group = w_bytes[j * w_row_stride..].as_ptr();
+                for t in 0..rows {
+                    // SAFETY: `gemv8` was chosen for this CPU's features; rows `j..j + 8`
+                    // lie inside the weight storage (checked above) and `acts.row(t)`
+                    // holds `blocks` activation blocks, scales and sums.
+                    unsafe { gemv8(blocks, w_group, w_row_stride, &acts.row(t), &mut dots) };
+                    for (i, &v) in dots.iter().enumerate() {
+                        // SAFETY: element (t, j + i) of the `rows × n` output; columns
+                        // `j..j + 8` belong to this task alone.
+                        unsafe { *out_ptr.ptr().add(t * n + j + i) = v };
+                    }
+                }
+            }
+        };
+        let threads = g.par.threads();
+        let min_groups = MIN_TASK_BYTES
+            .div_ceil(8 * w_row_bytes * rows.min(8))
+            .max(1);
+        if threads > 1 && groups >= 2 * min_groups {
+            g.par.parallel_for(groups, min_groups, &task8);
+        } else if groups > 0 {
+            task8(0..groups);
+        }
+        // The last `n % 8` weight rows: one-row dot products.
+        let acts = acts.acts;
+        let mut dots = [0f32; 1];
+        for j in groups * 8..n {
+            let w_row = &w_bytes[j * w_row_stride..j * w_row_stride + w_row_bytes];
+            for t in 0..rows {
+                let a = [acts[t * act_row_bytes..(t + 1) * act_row_bytes].as_ptr()];
+                // SAFETY: as for the generic path below.
+                unsafe { dot(blocks, w_row.as_ptr(), &a, &mut dots) };
+                out_slice_write(out_ptr, t * n + j, dots[0]);
+            }
+        }
+        drop(lease);
+        return add_bias(bias, out_slice, n);
     }
     let act_rows_per_block =
         (ACT_BLOCK_BYTES / act_row_bytes).max(ROWS_PER_DOT) / ROWS_PER_DOT * ROWS_PER_DOT;
@@ -162,6 +234,41 @@ pub(crate) fn linear(
     }
     drop(lease);
     add_bias(bias, out_slice, n)
+}
+
+/// Writes `v` at element `index` of the output.
+fn out_slice_write(out: OutRows, index: usize, v: f32) {
+    // SAFETY: callers pass an index inside the `rows × n` output that no running task
+    // writes (the tasks have finished).
+    unsafe { *out.ptr().add(index) = v };
+}
+
+/// Quantized activation rows (Q8_0) with their per-block scales and sums.
+struct ActRows<'a> {
+    acts: &'a [u8],
+    scales: &'a [f32],
+    sums: &'a [i32],
+    row_bytes: usize,
+    blocks: usize,
+}
+
+impl ActRows<'_> {
+    /// Row `t` for a GEMV kernel.
+    fn row(&self, t: usize) -> ActRow {
+        ActRow {
+            blocks: self.acts[t * self.row_bytes..].as_ptr(),
+            scales: self.scales[t * self.blocks..].as_ptr(),
+            sums: self.sums[t * self.blocks..].as_ptr(),
+        }
+    }
+}
+
+/// Each Q8_0 block's scale (f32) and `Σ qs` (i32), for every block of `acts`.
+fn q8_0_block_stats(acts: &[u8], scales: &mut [f32], sums: &mut [i32]) {
+    for ((block, scale), sum) in acts.chunks_exact(34).zip(scales).zip(sums) {
+        *scale = half::f16::from_le_bytes([block[0], block[1]]).to_f32();
+        *sum = block[2..].iter().map(|&q| q as i8 as i32).sum();
+    }
 }
 
 /// Adds `bias [N]` (F32, any stride) to every `n`-wide row of `out`.

@@ -5,6 +5,7 @@
 //! Each kernel takes up to four activation rows: the weight block is unpacked once and
 //! dotted with every row (the prefill tile); with one row it is the decode GEMV.
 
+mod gemv8;
 mod kquants;
 mod legacy;
 
@@ -38,6 +39,8 @@ pub(crate) fn table(base: QuantKernels) -> QuantKernels {
             (DType::Q6K, kquants::DOT_Q6_K),
         ],
     )
+    .with_gemv8(DType::Q4_0, gemv8::GEMV8_Q4_0)
+    .with_gemv8(DType::Q8_0, gemv8::GEMV8_Q8_0)
 }
 
 /// Wraps `$f::<R>` (R = 1..=4 activation rows) into one `DotFn`.
