@@ -87,6 +87,13 @@ impl QuantKernels {
         self
     }
 
+    /// This table without its eight-row GEMVs (probes compare the two paths).
+    #[cfg(test)]
+    pub(crate) fn without_gemv8(mut self) -> Self {
+        self.gemv8 = [None; 10];
+        self
+    }
+
     /// This table with `dtype`'s dot product replaced.
     const fn with(mut self, dtype_index: usize, dot: DotFn) -> Self {
         self.dots[dtype_index] = Some(dot);

@@ -175,3 +175,69 @@ fn gemv8_vs_one_row_dots_in_cache() {
         );
     }
 }
+
+#[test]
+#[ignore]
+fn decode_gemv_out_of_cache() {
+    use tempra_tensor::tempra_pool::HostPool;
+    use tempra_tensor::{Layout, Shape, Storage, Tensor};
+
+    use crate::CpuBackend;
+
+    let threads: usize = std::env::var("PROBE_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
+    let backend = CpuBackend::with_threads(HostPool::host(), threads);
+    let (k, n, mats) = (2048usize, 5632usize, 12usize);
+    let x = Tensor::owned_from_slice(
+        &(0..k)
+            .map(|i| ((i * 31) % 17) as f32 / 9.0 - 0.9)
+            .collect::<Vec<_>>(),
+        &[1, k],
+    )
+    .unwrap();
+    for dtype in [DType::Q4_0, DType::Q8_0] {
+        let vals: Vec<f32> = (0..n * k)
+            .map(|i| ((i * 7919) % 113) as f32 / 50.0 - 1.1)
+            .collect();
+        let mut bytes = vec![0u8; dtype.bytes_for(n * k).unwrap()];
+        quantize_row(dtype, &vals, &mut bytes).unwrap();
+        // Several copies so the weights stream from memory, as in decode.
+        let ws: Vec<Tensor> = (0..mats)
+            .map(|_| {
+                let mut storage = Storage::owned_zeroed(bytes.len()).unwrap();
+                storage.host_bytes_mut().unwrap()[..bytes.len()].copy_from_slice(&bytes);
+                Tensor::from_storage(
+                    storage,
+                    Layout::contiguous(Shape::new(&[n, k]).unwrap(), dtype).unwrap(),
+                )
+                .unwrap()
+            })
+            .collect();
+        let mut out = Tensor::owned_zeros(&[1, n], DType::F32).unwrap();
+        let mut line = format!("{dtype} decode {n}x{k} x{mats}, {threads} thread(s):");
+        for round in 0..2 {
+            for (label, gemv8) in [("one-row dots", false), ("eight-row GEMV", true)] {
+                let mut products = backend.products();
+                if !gemv8 {
+                    products.quant = products.quant.without_gemv8();
+                }
+                let best = (0..5)
+                    .map(|_| {
+                        let t = Instant::now();
+                        for w in &ws {
+                            crate::linear::linear(&products, &x, w, None, &mut out).unwrap();
+                        }
+                        t.elapsed().as_secs_f64()
+                    })
+                    .fold(f64::INFINITY, f64::min);
+                if round == 1 {
+                    let gbs = (bytes.len() * mats) as f64 / best / 1e9;
+                    line += &format!(" {label} {gbs:.1} GB/s;");
+                }
+            }
+        }
+        println!("{line}");
+    }
+}
