@@ -176,3 +176,33 @@ fn the_avx2_table_has_eight_row_gemvs_for_q4_0_and_q8_0() {
         }
     }
 }
+
+#[test]
+fn every_table_quantizes_activations_bit_exactly_like_the_reference() {
+    let mut rng = SplitMix64::new(5);
+    // Random rows, an all-zero block, and a block of exact ties (amax 127: d = 1, so
+    // x·id = x and ±k.5 must round away from zero like `roundf`).
+    let mut x: Vec<f32> = (0..32 * 9)
+        .map(|_| rng.next_normal() as f32 * 3.0)
+        .collect();
+    x[32..64].fill(0.0);
+    for (i, v) in x[64..96].iter_mut().enumerate() {
+        *v = if i == 0 {
+            127.0
+        } else {
+            (i as f32 - 16.0) + 0.5
+        };
+    }
+    for table in tables() {
+        for dtype in [DType::Q8_0, DType::Q8_1, DType::Q8K] {
+            let len = if dtype == DType::Q8K { 256 } else { x.len() };
+            let want = quantized(dtype, &x[..len]);
+            let mut got = vec![0u8; want.len()];
+            (table.quantize)(dtype, &x[..len], &mut got).unwrap();
+            assert_eq!(got, want, "{} {dtype}", table.name);
+        }
+        // Errors come through unchanged.
+        let mut short = vec![0u8; 10];
+        assert!((table.quantize)(DType::Q8_0, &x[..32], &mut short).is_err());
+    }
+}

@@ -8,6 +8,7 @@
 mod gemv8;
 mod kquants;
 mod legacy;
+mod quantize;
 
 use std::arch::x86_64::*;
 
@@ -27,7 +28,7 @@ pub(crate) fn table(base: QuantKernels) -> QuantKernels {
     QuantKernels::patched(
         base,
         "avx2",
-        base.quantize,
+        quantize::quantize_activations,
         &[
             (DType::Q4_0, legacy::DOT_Q4_0),
             (DType::Q4_1, legacy::DOT_Q4_1),

@@ -1,0 +1,69 @@
+//! AVX2 activation quantizer for Q8_0, bit-exact with the scalar reference
+//! (`tempra_tensor::quant`, ggml's `quantize_row_q8_0_ref`): the same f32 `amax / 127`
+//! scale, the same `1 / d` multiplier and round-half-away-from-zero (`roundf`), eight
+//! lanes at a time. Other activation formats go to the reference.
+
+use std::arch::x86_64::*;
+
+use half::f16;
+use tempra_tensor::quant::quantize_row;
+use tempra_tensor::{DType, Result};
+
+/// Values per Q8_0 block.
+const QK: usize = 32;
+/// Bytes per Q8_0 block (`d: f16`, `qs: [i8; 32]`).
+const BLOCK_BYTES: usize = 34;
+
+/// Quantizes `src` into `dtype` blocks: Q8_0 with AVX2 when this CPU has it, every other
+/// case through the reference (which also reports length errors).
+pub(super) fn quantize_activations(dtype: DType, src: &[f32], dst: &mut [u8]) -> Result<()> {
+    let fits = src.len().is_multiple_of(QK) && dst.len() == src.len() / QK * BLOCK_BYTES;
+    if dtype == DType::Q8_0 && fits && super::detected() {
+        for (x, block) in src.chunks_exact(QK).zip(dst.chunks_exact_mut(BLOCK_BYTES)) {
+            // SAFETY: AVX2 and FMA were detected just above; `x` holds 32 values and
+            // `block` 34 bytes.
+            unsafe { quantize_block_q8_0(x, block) };
+        }
+        return Ok(());
+    }
+    quantize_row(dtype, src, dst)
+}
+
+/// One Q8_0 block.
+///
+/// # Safety
+///
+/// AVX2 present; `x.len() == 32`, `block.len() == 34`.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn quantize_block_q8_0(x: &[f32], block: &mut [u8]) {
+    let sign = _mm256_set1_ps(-0.0);
+    // SAFETY: 32 readable f32s.
+    let v: [__m256; 4] = std::array::from_fn(|i| unsafe { _mm256_loadu_ps(x.as_ptr().add(8 * i)) });
+    let abs = v.map(|v| _mm256_andnot_ps(sign, v));
+    let m = _mm256_max_ps(_mm256_max_ps(abs[0], abs[1]), _mm256_max_ps(abs[2], abs[3]));
+    let m = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    let m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    let amax = _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+    let d = amax / 127.0;
+    let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+    block[..2].copy_from_slice(&f16::from_f32(d).to_le_bytes());
+    let idv = _mm256_set1_ps(id);
+    let half = _mm256_set1_ps(0.5);
+    let q = v.map(|v| {
+        let s = _mm256_mul_ps(v, idv);
+        // roundf: truncate, then step away from zero when the dropped part is ≥ 0.5.
+        let t = _mm256_round_ps::<{ _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC }>(s);
+        let frac = _mm256_andnot_ps(sign, _mm256_sub_ps(s, t));
+        let step = _mm256_or_ps(_mm256_and_ps(s, sign), _mm256_set1_ps(1.0));
+        let up = _mm256_and_ps(_mm256_cmp_ps::<_CMP_GE_OQ>(frac, half), step);
+        _mm256_cvtps_epi32(_mm256_add_ps(t, up))
+    });
+    // i32 → i16 → i8 (saturating packs; the values lie in −127..=127), then undo the
+    // packs' lane interleave.
+    let w = _mm256_packs_epi32(q[0], q[1]);
+    let z = _mm256_packs_epi32(q[2], q[3]);
+    let b = _mm256_packs_epi16(w, z);
+    let b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    // SAFETY: 32 writable bytes after the scale.
+    unsafe { _mm256_storeu_si256(block.as_mut_ptr().add(2) as *mut __m256i, b) };
+}
