@@ -1,5 +1,5 @@
 //! AVX2 GEMV over eight weight rows at a time against one Q8_0 activation row: the
-//! decode kernel for Q4_0 and Q8_0 weights.
+//! decode kernel for Q4_0 weights.
 //!
 //! The one-row dot products ([`super::legacy`]) finish every block with a horizontal
 //! step (f16 scale product, broadcast, FMA) per weight row. Here eight rows share it:
@@ -17,8 +17,6 @@ use crate::quantized::kernels::{ActRow, Gemv8Fn};
 
 /// Q4_0 weights × a Q8_0 activation row.
 pub(super) const GEMV8_Q4_0: Gemv8Fn = gemv8_q4_0;
-/// Q8_0 weights × a Q8_0 activation row.
-pub(super) const GEMV8_Q8_0: Gemv8Fn = gemv8_q8_0;
 
 /// Lane `i` of the Q4_0 sums vector holds weight row `Q4_0_LANE_ROW[i]` (the order the
 /// `hadd` tree leaves them in).
@@ -121,53 +119,4 @@ unsafe fn gemv8_q4_0(nb: usize, w: *const u8, stride: usize, act: &ActRow, out: 
     for (lane, &row) in Q4_0_LANE_ROW.iter().enumerate() {
         out[row] = lanes[lane];
     }
-}
-
-/// # Safety
-///
-/// See [`Gemv8Fn`].
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn gemv8_q8_0(nb: usize, w: *const u8, stride: usize, act: &ActRow, out: &mut [f32; 8]) {
-    const WB: usize = 34;
-    const AB: usize = 34;
-    const IN_ORDER: [usize; 8] = [0, 1, 2, 3, 4, 5, 6, 7];
-    let ones = _mm256_set1_epi16(1);
-    let mut acc = _mm256_setzero_ps();
-    for b in 0..nb {
-        // SAFETY: block `b < nb` of every weight row and of the activation row, and its
-        // precomputed scale (the `Gemv8Fn` contract).
-        unsafe {
-            let a = _mm256_loadu_si256(act.blocks.add(b * AB + 2) as *const __m256i);
-            let mut rows = [_mm256_setzero_si256(); 8];
-            for (r, row) in rows.iter_mut().enumerate() {
-                let q = w.add(r * stride + b * WB + 2);
-                prefetch_ahead(q);
-                let q = _mm256_loadu_si256(q as *const __m256i);
-                // |q| × (a with q's sign): u8 × i8 pairs for `maddubs`.
-                let p = _mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(a, q));
-                *row = _mm256_madd_epi16(p, ones);
-            }
-            // hadd tree: lanes 0..4 of `lo4` hold the low-lane sums of rows 0..4, lanes
-            // 4..8 their high-lane sums; likewise `hi4` for rows 4..8.
-            let lo4 = _mm256_hadd_epi32(
-                _mm256_hadd_epi32(rows[0], rows[1]),
-                _mm256_hadd_epi32(rows[2], rows[3]),
-            );
-            let hi4 = _mm256_hadd_epi32(
-                _mm256_hadd_epi32(rows[4], rows[5]),
-                _mm256_hadd_epi32(rows[6], rows[7]),
-            );
-            let sums = _mm256_add_epi32(
-                _mm256_permute2x128_si256(lo4, hi4, 0x20),
-                _mm256_permute2x128_si256(lo4, hi4, 0x31),
-            );
-            let d = _mm256_mul_ps(
-                scales8(w, stride, b * WB, &IN_ORDER),
-                _mm256_set1_ps(*act.scales.add(b)),
-            );
-            acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sums), acc);
-        }
-    }
-    // SAFETY: 8 writable f32s.
-    unsafe { _mm256_storeu_ps(out.as_mut_ptr(), acc) };
 }
