@@ -253,8 +253,11 @@ impl Backend for CpuBackend {
         ignore_index: Option<u32>,
         out: &mut Tensor,
     ) -> Result<()> {
-        self.reference
-            .cross_entropy(logits, targets, ignore_index, out) // delegated
+        ops::cross_entropy::cross_entropy(&self.exec(), logits, targets, ignore_index, out)?
+            .or_else(|| {
+                self.reference
+                    .cross_entropy(logits, targets, ignore_index, out)
+            })
     }
 
     fn cross_entropy_backward(
@@ -265,8 +268,18 @@ impl Backend for CpuBackend {
         grad: &Tensor,
         out: &mut Tensor,
     ) -> Result<()> {
-        self.reference
-            .cross_entropy_backward(logits, targets, ignore_index, grad, out) // delegated
+        ops::cross_entropy::cross_entropy_backward(
+            &self.exec(),
+            logits,
+            targets,
+            ignore_index,
+            grad,
+            out,
+        )?
+        .or_else(|| {
+            self.reference
+                .cross_entropy_backward(logits, targets, ignore_index, grad, out)
+        })
     }
 
     fn attention_backward(
@@ -280,8 +293,21 @@ impl Backend for CpuBackend {
         dk: &mut Tensor,
         dv: &mut Tensor,
     ) -> Result<()> {
-        self.reference
-            .attention_backward(q, k, v, params, grad, dq, dk, dv) // delegated
+        ops::attention_backward::attention_backward(
+            &self.exec(),
+            q,
+            k,
+            v,
+            params,
+            grad,
+            dq,
+            dk,
+            dv,
+        )?
+        .or_else(|| {
+            self.reference
+                .attention_backward(q, k, v, params, grad, dq, dk, dv)
+        })
     }
 
     fn attention(

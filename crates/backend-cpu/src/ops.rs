@@ -4,7 +4,9 @@
 //! few layouts listed in the crate README).
 
 pub(crate) mod attention;
+pub(crate) mod attention_backward;
 pub(crate) mod copy;
+pub(crate) mod cross_entropy;
 pub(crate) mod elementwise;
 pub(crate) mod embedding;
 pub(crate) mod norm;

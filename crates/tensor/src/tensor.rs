@@ -148,7 +148,9 @@ impl Tensor {
     /// The whole storage's host bytes viewed as `T`s, writable; only when this tensor is
     /// the storage's only holder (in-place updates never touch shared memory).
     pub fn host_slice_mut<T: bytemuck::Pod>(&mut self) -> Result<&mut [T]> {
-        let storage = Arc::get_mut(&mut self.storage).ok_or(TensorError::Argument {
+        // `ok_or_else`: the error's message is built (allocated) only on failure, not on
+        // every write of every op's output.
+        let storage = Arc::get_mut(&mut self.storage).ok_or_else(|| TensorError::Argument {
             op: "host_slice_mut",
             name: "storage",
             reason: "shared by other tensors; writes need unique storage".into(),

@@ -174,11 +174,13 @@ pub(crate) struct Gemm<'a> {
 }
 
 impl Gemm<'_> {
-    fn scratch_floats(&self, m: usize, n: usize) -> usize {
+    /// Packing scratch for one task: an `mc × kc` panel of A and a `kc × nc` panel of B,
+    /// with `kc` no deeper than the product (a shallow product packs shallow panels).
+    fn scratch_floats(&self, m: usize, n: usize, depth: usize) -> usize {
         let k = &self.kernel;
         let mc = m.min(k.mc).div_ceil(k.mr) * k.mr;
         let nc = n.min(k.nc).div_ceil(k.nr) * k.nr;
-        (mc + nc) * k.kc
+        (mc + nc) * depth.min(k.kc)
     }
 
     /// `C = A · B` for `A [m, k]`, `B [k, n]` into `c` (an `m × n` matrix with row stride
@@ -287,7 +289,7 @@ impl Gemm<'_> {
         let kern = self.kernel;
         let (mr, nr) = (kern.mr, kern.nr);
         debug_assert!(kern.kc <= KC_MAX);
-        let bytes = self.scratch_floats(m, n) * size_of::<f32>();
+        let bytes = self.scratch_floats(m, n, k) * size_of::<f32>();
         let mut lease = self
             .pool
             .acquire(bytes)
@@ -296,7 +298,7 @@ impl Gemm<'_> {
                 source,
             })?;
         let scratch = &mut lease.as_mut_slice::<f32>()[..bytes / size_of::<f32>()];
-        let a_len = m.min(kern.mc).div_ceil(mr) * mr * kern.kc;
+        let a_len = m.min(kern.mc).div_ceil(mr) * mr * k.min(kern.kc);
         let (a_pack, b_pack) = scratch.split_at_mut(a_len);
         let mut tile = [0f32; 16 * 32];
         for jc in (0..n).step_by(kern.nc) {

@@ -173,9 +173,12 @@ impl ExecContext {
             }
             _ => DType::F32,
         };
-        let mut dims = ids.dims().to_vec();
-        dims.push(table.dims()[1]);
-        let mut out = self.alloc(OP, shape_for(OP, &dims)?, dtype)?;
+        // `ids`' dims plus the embedding width, on the stack (no heap per op).
+        let mut dims = [0usize; crate::shape::MAX_RANK + 1];
+        let rank = ids.rank();
+        dims[..rank].copy_from_slice(ids.dims());
+        dims[rank] = table.dims()[1];
+        let mut out = self.alloc(OP, shape_for(OP, &dims[..=rank])?, dtype)?;
         self.backend.embedding(table, ids, &mut out)?;
         Ok(out)
     }

@@ -65,7 +65,7 @@ impl ExecContext {
     /// Joins `parts` along `dim`; all must share dtype, rank and every other dim.
     pub fn concat(&self, parts: &[&Tensor], dim: usize) -> Result<Tensor> {
         const OP: &str = "concat";
-        let first = parts.first().ok_or(TensorError::Argument {
+        let first = parts.first().ok_or_else(|| TensorError::Argument {
             op: OP,
             name: "parts",
             reason: "needs at least one tensor".into(),
