@@ -43,6 +43,8 @@ pub(crate) struct DeviceContext {
     pub(crate) staging_pool: BufferPool<DeviceMemory>,
     /// Non-pooled tensor buffers (uploaded weights).
     pub(crate) owned_memory: DeviceMemory,
+    /// Buffers of [`crate::BufferArena`]s (session-lifetime intermediates, KV caches).
+    pub(crate) arena_memory: DeviceMemory,
     /// Device buffers alive, made by any of the above.
     pub(crate) live: Arc<AtomicUsize>,
     /// A small buffer bound where a kernel's optional input is absent.
@@ -86,6 +88,7 @@ impl DeviceContext {
             },
         );
         let owned_memory = memory(tensor_usage, "tempra weight");
+        let arena_memory = memory(tensor_usage, "tempra arena");
         let placeholder = memory(tensor_usage, "tempra placeholder")
             .make(16)
             .map_err(|e| GpuError::Device {
@@ -123,6 +126,7 @@ impl DeviceContext {
             params_pool,
             staging_pool,
             owned_memory,
+            arena_memory,
             live,
             placeholder,
             recorder: Mutex::new(Recorder::default()),

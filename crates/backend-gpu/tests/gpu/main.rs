@@ -8,6 +8,7 @@
 
 mod common;
 
+mod arena;
 mod attention;
 mod copy;
 mod device;
