@@ -3,8 +3,10 @@
 //! pre-tokenizers) with a synthetic 32k vocabulary of merge chains.
 //!
 //! `cargo bench -p tempra-llm --no-default-features --bench tokenize`; with
-//! `TEMPRA_VOCAB_DIR` set to a folder of llama.cpp's `ggml-vocab-*.gguf` files, also the
-//! real Llama 2/3, Phi-3, Qwen2, GPT-2, DeepSeek and Command-R vocabularies.
+//! `TEMPRA_VOCAB_DIR` set to a folder of llama.cpp's `ggml-vocab-*.gguf` files, also
+//! every real vocabulary that `tests/tokenizer_llama_cpp_vocabs.rs` checks (Llama 2/3,
+//! Phi-3, Qwen2/3.5, GPT-2, MPT, Falcon, StarCoder, Refact, Command-R, DeepSeek,
+//! Gemma 4); `crates/llm/scripts/fetch_llama_cpp_vocabs.py DIR` fetches them.
 
 use std::hint::black_box;
 
@@ -269,12 +271,20 @@ fn bench_tokenize(c: &mut Criterion) {
             "phi-3",
             "llama-bpe",
             "qwen2",
+            "qwen35",
             "gpt-2",
-            "deepseek-llm",
+            "mpt",
+            "falcon",
+            "starcoder",
+            "refact",
             "command-r",
+            "deepseek-llm",
+            "deepseek-coder",
+            "gemma-4",
         ] {
             let path = std::path::Path::new(&dir).join(format!("ggml-vocab-{name}.gguf"));
             let Ok(model) = tempra_llm::ModelFile::open(&path) else {
+                eprintln!("skipping vocab_{name}: cannot open {}", path.display());
                 continue;
             };
             let vocab = Vocabulary::from_gguf(model.metadata()).unwrap();

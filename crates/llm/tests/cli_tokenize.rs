@@ -215,6 +215,20 @@ fn bad_input() {
         &["tokenize", "-m", "bpe.gguf", "-f", "latin1.txt"],
         "latin1.txt: invalid UTF-8 at byte 3",
     );
+    // A character cut off at the end of the file, a stray continuation byte after
+    // multi-byte text, an overlong encoding: each an error at its offset, no panic.
+    for (name, bytes, offset) in [
+        ("cut.txt", &b"ok \xf0\x9f\x98"[..], 3),
+        ("stray.txt", &b"h\xc3\xa9llo \x80"[..], 7),
+        ("overlong.txt", &b"a\xc0\xafb"[..], 1),
+    ] {
+        std::fs::write(d.join(name), bytes).unwrap();
+        fails(
+            d,
+            &["tokenize", "-m", "bpe.gguf", "-f", name, "--no-special"],
+            &format!("{name}: invalid UTF-8 at byte {offset}"),
+        );
+    }
     fails(
         d,
         &["tokenize", "-m", "bpe.gguf", "-f", "missing.txt"],

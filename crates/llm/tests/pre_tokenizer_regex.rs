@@ -70,6 +70,7 @@ fn sequences() -> Vec<(PreTokenizer, Vec<Regex>)> {
         ),
         (PreTokenizer::Starcoder, re(&[r"\p{N}", GPT2_NO_TRAILING])),
         (PreTokenizer::Bloom, re(&[r" ?[^(\s|.,!?…。，、।۔،)]+"])),
+        (PreTokenizer::Gemma4, re(&[r"[^\n]+|[\n]+"])),
     ]
 }
 

@@ -409,3 +409,50 @@ fn byte_level_bpe_with_special_tokens() {
         v.tokenize("hello hello", TokenizeOptions::PLAIN)
     );
 }
+
+/// Gemma 4 (`tokenizer.ggml.model = gemma4`): spaces become `▁`, the merges run over raw
+/// UTF-8 characters within runs split at newlines, a newline run that is a token is
+/// taken whole, a character that is no token falls back to `<0xXX>`; and it reads the
+/// same from GGUF metadata and round-trips through it.
+#[test]
+fn gemma4_merges_raw_characters_with_byte_fallback() {
+    let mut tokens: Vec<Vec<u8>> = (0..=255u8)
+        .map(|b| format!("<0x{b:02X}>").into_bytes())
+        .collect();
+    let mut types = vec![TokenType::Byte; 256];
+    for t in ["▁", "h", "i", "▁h", "▁hi", "\n", "\n\n"] {
+        tokens.push(t.as_bytes().to_vec());
+        types.push(TokenType::Normal);
+    }
+    let id = |t: &str| {
+        256 + ["▁", "h", "i", "▁h", "▁hi", "\n", "\n\n"]
+            .iter()
+            .position(|x| *x == t)
+            .unwrap() as u32
+    };
+    let mut parts = VocabParts::new(TokenizerModel::Bpe, tokens);
+    parts.pre = PreTokenizer::Gemma4;
+    parts.token_types = Some(types);
+    parts.merges = vec!["▁ h".as_bytes().to_vec(), "▁h i".as_bytes().to_vec()];
+    let vocab = Vocabulary::from_parts(parts).unwrap();
+    let text = "hi hi\n\né";
+    let expected = [id("h"), id("i"), id("▁hi"), id("\n\n"), 0xC3, 0xA9];
+    assert_eq!(vocab.tokenize(text, TokenizeOptions::PLAIN), expected);
+    assert_eq!(
+        vocab
+            .detokenize(&expected, DetokenizeOptions::default())
+            .unwrap(),
+        text
+    );
+
+    let mut md = Metadata::new();
+    vocab.write_gguf_metadata(&mut md);
+    let back = Vocabulary::from_gguf(&md).unwrap();
+    assert_eq!(back.pre_tokenizer(), PreTokenizer::Gemma4);
+    assert_eq!(back.tokenize(text, TokenizeOptions::PLAIN), expected);
+    md.set(keys::TOKENIZER_MODEL, "gemma4");
+    md.set(keys::TOKENIZER_PRE, "default");
+    let named = Vocabulary::from_gguf(&md).unwrap();
+    assert_eq!(named.pre_tokenizer(), PreTokenizer::Gemma4);
+    assert_eq!(named.tokenize(text, TokenizeOptions::PLAIN), expected);
+}

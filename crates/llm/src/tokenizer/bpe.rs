@@ -1,7 +1,8 @@
 //! Byte-level BPE on one pre-tokenized word (llama.cpp's `llm_tokenizer_bpe_session`,
 //! Hugging Face's `BPE` model): start from the word's bytes (each a token in a
 //! byte-level vocabulary) and repeatedly apply the lowest-ranked merge among adjacent
-//! pairs (ties: leftmost).
+//! pairs (ties: leftmost). Gemma 4's vocabulary is not byte-level: its words start as
+//! UTF-8 characters, and a character that is no token falls back to `<0xXX>` tokens.
 //!
 //! Symbols carry token ids, merges are looked up by id pair, and the working memory
 //! lives in a scratch the caller reuses: nothing is allocated per token.
@@ -10,6 +11,7 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 use super::byte_level;
+use super::spm;
 use super::vocabulary::{TokenId, Vocabulary};
 
 /// No neighbour / no token.
@@ -17,10 +19,12 @@ const NONE: u32 = u32::MAX;
 
 #[derive(Clone, Copy, Debug)]
 struct Symbol {
-    /// The token, or [`NONE`] for a byte the vocabulary cannot spell.
+    /// The token, or [`NONE`] for a byte (character) the vocabulary cannot spell.
     id: u32,
-    /// The byte this symbol started as (for the no-token fallback).
-    byte: u8,
+    /// Where the symbol's bytes start in the word (for the no-token fallback).
+    start: u32,
+    /// The symbol's length in bytes as it started (for the no-token fallback).
+    len: u32,
     alive: bool,
     prev: u32,
     next: u32,
@@ -89,19 +93,33 @@ pub(crate) fn tokenize_word(
     if word.is_empty() {
         return;
     }
+    let byte_encoded = vocab.pre.byte_encoded();
     if vocab.ignore_merges {
-        scratch.spelled.clear();
-        byte_level::encode_into(word, &mut scratch.spelled);
-        if let Some(id) = vocab.table.find(scratch.spelled.as_bytes()) {
+        let found = if byte_encoded {
+            scratch.spelled.clear();
+            byte_level::encode_into(word, &mut scratch.spelled);
+            vocab.table.find(scratch.spelled.as_bytes())
+        } else {
+            vocab.table.find(word)
+        };
+        if let Some(id) = found {
             out.push(id);
             return;
         }
     }
-    if word.len() == 1 {
+    if !byte_encoded
+        && word.iter().all(|&b| b == b'\n')
+        && let Some(id) = vocab.table.find(word)
+    {
+        // Gemma 4: a run of newlines that is a token is taken whole (llama.cpp).
+        out.push(id);
+        return;
+    }
+    if byte_encoded && word.len() == 1 {
         push_symbol(
             vocab,
             vocab.byte_tokens[word[0] as usize].unwrap_or(NONE),
-            word[0],
+            word,
             out,
         );
         return;
@@ -110,17 +128,34 @@ pub(crate) fn tokenize_word(
     let queue = &mut scratch.queue;
     symbols.clear();
     queue.clear();
-    let n = word.len() as u32;
-    for (i, &b) in word.iter().enumerate() {
-        let i = i as u32;
+    let mut start = 0;
+    while start < word.len() {
+        let len = if byte_encoded {
+            1
+        } else {
+            spm::utf8_len(word[start]).min(word.len() - start)
+        };
+        let id = if byte_encoded {
+            vocab.byte_tokens[word[start] as usize]
+        } else {
+            vocab.table.find(&word[start..start + len])
+        };
+        let i = symbols.len() as u32;
         symbols.push(Symbol {
-            id: vocab.byte_tokens[b as usize].unwrap_or(NONE),
-            byte: b,
+            id: id.unwrap_or(NONE),
+            start: start as u32,
+            len: len as u32,
             alive: true,
             prev: if i == 0 { NONE } else { i - 1 },
-            next: if i + 1 == n { NONE } else { i + 1 },
+            next: if start + len == word.len() {
+                NONE
+            } else {
+                i + 1
+            },
         });
+        start += len;
     }
+    let n = symbols.len() as u32;
     for i in 1..n {
         add_bigram(vocab, symbols, queue, i - 1, i);
     }
@@ -144,25 +179,38 @@ pub(crate) fn tokenize_word(
     let mut i = 0u32;
     while i != NONE {
         let s = symbols[i as usize];
-        push_symbol(vocab, s.id, s.byte, out);
+        push_symbol(
+            vocab,
+            s.id,
+            &word[s.start as usize..(s.start + s.len) as usize],
+            out,
+        );
         i = s.next;
     }
 }
 
-/// Appends a final symbol. A byte with no token is looked up the way llama.cpp does
-/// (each byte of its byte-level spelling as a one-byte token) and otherwise dropped.
-fn push_symbol(vocab: &Vocabulary, id: u32, byte: u8, out: &mut Vec<TokenId>) {
+/// Appends a final symbol; `raw` is the text it started as (a byte, or for Gemma 4 a
+/// character) when it has no token. Such a symbol is looked up the way llama.cpp does
+/// and otherwise dropped: byte-level, each byte of its byte-level spelling as a
+/// one-byte token; Gemma 4, each byte as its `<0xXX>` token.
+fn push_symbol(vocab: &Vocabulary, id: u32, raw: &[u8], out: &mut Vec<TokenId>) {
     if id != NONE {
         out.push(id);
         return;
     }
+    if !vocab.pre.byte_encoded() {
+        out.extend(raw.iter().filter_map(|&b| vocab.byte_tokens[b as usize]));
+        return;
+    }
     let mut buf = [0u8; 4];
-    for &b in byte_level::BYTE_TO_CHAR[byte as usize]
-        .encode_utf8(&mut buf)
-        .as_bytes()
-    {
-        if let Some(id) = vocab.table.find(&[b]) {
-            out.push(id);
+    for &byte in raw {
+        for &b in byte_level::BYTE_TO_CHAR[byte as usize]
+            .encode_utf8(&mut buf)
+            .as_bytes()
+        {
+            if let Some(id) = vocab.table.find(&[b]) {
+                out.push(id);
+            }
         }
     }
 }

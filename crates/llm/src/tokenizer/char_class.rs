@@ -113,6 +113,16 @@ pub(crate) fn is_cr_or_lf(c: char) -> bool {
     c == '\r' || c == '\n'
 }
 
+/// `[\n]`.
+pub(crate) fn is_lf(c: char) -> bool {
+    c == '\n'
+}
+
+/// `[^\n]`.
+pub(crate) fn is_not_lf(c: char) -> bool {
+    c != '\n'
+}
+
 /// `[\r\n/]` (tekken's trailing class).
 pub(crate) fn is_cr_lf_or_slash(c: char) -> bool {
     c == '\r' || c == '\n' || c == '/'

@@ -37,10 +37,11 @@ fn renders(ty: TokenType, render_special: bool) -> bool {
 }
 
 impl Vocabulary {
-    /// Appends token `id`'s bytes to `out`: normal SentencePiece pieces with `▁` as
-    /// spaces, byte-level BPE pieces decoded from GPT-2's byte spelling, byte tokens as
-    /// their byte, user-defined tokens as their text, control and unknown tokens as
-    /// their text only with `render_special` (unused and undefined ones as nothing).
+    /// Appends token `id`'s bytes to `out`: normal SentencePiece (and Gemma 4) pieces
+    /// with `▁` as spaces, byte-level BPE pieces decoded from GPT-2's byte spelling,
+    /// byte tokens as their byte, user-defined tokens as their text, control and
+    /// unknown tokens as their text only with `render_special` (unused and undefined
+    /// ones as nothing).
     pub fn token_piece_into(
         &self,
         id: TokenId,
@@ -59,6 +60,7 @@ impl Vocabulary {
             TokenType::UserDefined => out.extend_from_slice(text),
             TokenType::Normal => match self.model {
                 TokenizerModel::Spm => unescape_into(text, out),
+                TokenizerModel::Bpe if self.pre.escapes_whitespace() => unescape_into(text, out),
                 TokenizerModel::Bpe => byte_level::decode_into(text, out),
             },
             TokenType::Byte => match parse_byte_token(text) {

@@ -43,6 +43,8 @@ struct Scratch {
     fragments: Vec<Fragment>,
     fragments_tmp: Vec<Fragment>,
     escaped: Vec<u8>,
+    /// Gemma 4: a piece with its spaces as `▁`.
+    escaped_text: String,
     spm: SpmScratch,
     bpe: BpeScratch,
 }
@@ -56,7 +58,8 @@ impl Vocabulary {
     /// SentencePiece: spaces become `▁`, each piece of plain text that starts the
     /// input or follows a special token gets a leading `▁` when `add_space_prefix` is
     /// set, characters that are not tokens become byte tokens (`<0xE2>`). Byte-level
-    /// BPE: the pre-tokenizer splits each piece into words, the merges run per word.
+    /// BPE: the pre-tokenizer splits each piece into words, the merges run per word
+    /// (Gemma 4: after spaces become `▁`).
     /// The empty text gives no tokens (just BOS with `add_special`).
     pub fn tokenize(&self, text: &str, options: TokenizeOptions) -> Vec<TokenId> {
         let mut out = Vec::with_capacity(text.len() / 3 + 2);
@@ -109,7 +112,18 @@ impl Vocabulary {
                     match fragment {
                         Fragment::Token(id) => out.push(id),
                         Fragment::Text { start, end } => {
-                            let piece = &text[start..end];
+                            let mut piece = &text[start..end];
+                            if pre.escapes_whitespace() {
+                                s.escaped_text.clear();
+                                for c in piece.chars() {
+                                    if c == ' ' {
+                                        s.escaped_text.push('\u{2581}');
+                                    } else {
+                                        s.escaped_text.push(c);
+                                    }
+                                }
+                                piece = &s.escaped_text;
+                            }
                             let bpe_scratch = &mut s.bpe;
                             pre.split(piece, &mut |a, b| {
                                 bpe::tokenize_word(self, &piece.as_bytes()[a..b], bpe_scratch, out);

@@ -5,7 +5,7 @@ use crate::error::{LlmError, Result};
 use crate::gguf::{Array, Metadata, TokenType, keys};
 use crate::llama2c::Llama2cVocab;
 
-use super::pre_tokenizer::{PRE_TOKENIZER_NAMES, lookup_name};
+use super::pre_tokenizer::{PRE_TOKENIZER_NAMES, PreTokenizer, lookup_name};
 use super::vocabulary::{
     TOKENIZER_ADD_SPACE_PREFIX, TOKENIZER_EOM_ID, TOKENIZER_EOT_ID, TOKENIZER_PAD_ID,
     TOKENIZER_SEP_ID, TokenId, TokenizerModel, VocabParts, Vocabulary,
@@ -14,10 +14,10 @@ use super::vocabulary::{
 impl Vocabulary {
     /// Reads the vocabulary a model file's metadata describes.
     ///
-    /// Keys: `tokenizer.ggml.model` (`llama` or `gpt2`), `.pre` (byte-level BPE; absent
-    /// means `default`), `.tokens`, `.scores` (f32 or i32), `.token_type`, `.merges`
-    /// (required for `gpt2`), the special ids (`.bos_token_id`, `.eos_token_id`,
-    /// `.unknown_token_id`, `.padding_token_id`, `.seperator_token_id`,
+    /// Keys: `tokenizer.ggml.model` (`llama`, `gpt2` or `gemma4`), `.pre` (byte-level
+    /// BPE; absent means `default`), `.tokens`, `.scores` (f32 or i32), `.token_type`,
+    /// `.merges` (required for `gpt2` and `gemma4`), the special ids (`.bos_token_id`,
+    /// `.eos_token_id`, `.unknown_token_id`, `.padding_token_id`, `.seperator_token_id`,
     /// `.eot_token_id`, `.eom_token_id`) and flags (`.add_bos_token`,
     /// `.add_eos_token`, `.add_space_prefix`).
     ///
@@ -30,19 +30,27 @@ impl Vocabulary {
     /// right-stripping of whitespace after their special tokens.
     pub fn from_gguf(md: &Metadata) -> Result<Vocabulary> {
         let model_name = md.get_str(keys::TOKENIZER_MODEL)?;
-        let model = TokenizerModel::from_gguf_name(model_name).ok_or_else(|| {
-            LlmError::UnknownTokenizer {
-                key: keys::TOKENIZER_MODEL,
-                name: model_name.to_string(),
-                supported: "llama, gpt2".to_string(),
-            }
+        // `gemma4` is byte-level BPE's machinery with its own pre-tokenizer, as in
+        // llama.cpp (which accepts `gpt2` with pre `gemma4` as the same thing).
+        let gemma4 = model_name == "gemma4";
+        let model = match gemma4 {
+            true => Some(TokenizerModel::Bpe),
+            false => TokenizerModel::from_gguf_name(model_name),
+        }
+        .ok_or_else(|| LlmError::UnknownTokenizer {
+            key: keys::TOKENIZER_MODEL,
+            name: model_name.to_string(),
+            supported: "llama, gpt2, gemma4".to_string(),
         })?;
         let tokens = md.get_string_array(keys::TOKENIZER_TOKENS)?.to_vec();
         let n = tokens.len();
         let mut parts = VocabParts::new(model, tokens);
 
         if model == TokenizerModel::Bpe {
-            let pre_name = md.opt_str(keys::TOKENIZER_PRE)?.unwrap_or("default");
+            let pre_name = match gemma4 {
+                true => "gemma4",
+                false => md.opt_str(keys::TOKENIZER_PRE)?.unwrap_or("default"),
+            };
             let entry = lookup_name(pre_name).ok_or_else(|| LlmError::UnknownTokenizer {
                 key: keys::TOKENIZER_PRE,
                 name: pre_name.to_string(),
@@ -103,7 +111,8 @@ impl Vocabulary {
             }
         }
         if let Some(v) = md.opt_bool(keys::TOKENIZER_ADD_BOS)? {
-            parts.add_bos = v;
+            // llama.cpp forces BOS on for Gemma 4 (when it has one).
+            parts.add_bos = v || (parts.pre == PreTokenizer::Gemma4 && parts.special.bos.is_some());
         }
         if let Some(v) = md.opt_bool(keys::TOKENIZER_ADD_EOS)? {
             parts.add_eos = v;

@@ -34,6 +34,7 @@
 //! ```
 
 mod bpe;
+mod bpe_trainer;
 mod byte_level;
 mod char_class;
 mod decode;
@@ -49,6 +50,7 @@ mod token_table;
 mod vocabulary;
 
 pub use crate::gguf::TokenType;
+pub use bpe_trainer::{BpeTrainerConfig, train_byte_level_bpe};
 pub use decode::DetokenizeOptions;
 pub use encode::TokenizeOptions;
 pub use pre_tokenizer::PreTokenizer;

@@ -41,6 +41,11 @@ pub enum PreTokenizer {
     Falcon,
     /// BLOOM, Poro, GPT-3 Finnish (`bloom`, `poro-chat`, `gpt3-finnish`).
     Bloom,
+    /// Gemma 4 (`tokenizer.ggml.model = gemma4`, or `gpt2` with pre `gemma4`): spaces
+    /// become `▁`, the text is split only into runs of newlines and of other
+    /// characters, and the merges run on raw UTF-8 characters (not GPT-2's byte
+    /// spelling) with `<0xXX>` byte tokens as the fallback.
+    Gemma4,
 }
 
 /// The GGUF names tempra accepts for `tokenizer.ggml.pre` and what each selects.
@@ -126,6 +131,12 @@ pub(crate) const PRE_TOKENIZER_NAMES: &[PreTokenizerName] = &[
     name("bloom", PreTokenizer::Bloom),
     name("poro-chat", PreTokenizer::Bloom),
     name("gpt3-finnish", PreTokenizer::Bloom),
+    PreTokenizerName {
+        name: "gemma4",
+        pre: PreTokenizer::Gemma4,
+        ignore_merges: false,
+        add_bos: true,
+    },
 ];
 
 impl PreTokenizer {
@@ -149,6 +160,7 @@ impl PreTokenizer {
             PreTokenizer::Starcoder => "starcoder",
             PreTokenizer::Falcon => "falcon",
             PreTokenizer::Bloom => "bloom",
+            PreTokenizer::Gemma4 => "gemma4",
         }
     }
 
@@ -166,7 +178,20 @@ impl PreTokenizer {
             PreTokenizer::Starcoder => STARCODER,
             PreTokenizer::Falcon => FALCON,
             PreTokenizer::Bloom => &[BLOOM],
+            PreTokenizer::Gemma4 => &[GEMMA4],
         }
+    }
+
+    /// Whether words are merged in GPT-2's byte-level spelling (every pre-tokenizer but
+    /// Gemma 4's, which merges raw UTF-8 characters).
+    pub(crate) fn byte_encoded(self) -> bool {
+        self != PreTokenizer::Gemma4
+    }
+
+    /// Whether spaces become `▁` before splitting and `▁` a space when decoding
+    /// (Gemma 4's SentencePiece-style spelling).
+    pub(crate) fn escapes_whitespace(self) -> bool {
+        self == PreTokenizer::Gemma4
     }
 
     /// Splits `text` into words, calling `emit` with each word's byte range in order.
@@ -338,6 +363,9 @@ const DEEPSEEK_CODER: &[Pattern] = &[
     Pattern(&[&[plus(is_deepseek_cjk)]]),
     Pattern(&[&[one(is_number)]]),
 ];
+
+/// `[^\n]+|[\n]+` (Gemma 4: the merges never cross a newline boundary).
+const GEMMA4: Pattern = Pattern(&[&[plus(is_not_lf)], &[plus(is_lf)]]);
 
 /// ` ?[^(\s|.,!?…。，、।۔،)]+`
 const BLOOM: Pattern = Pattern(&[&[opt(is_space), plus(is_bloom_word)]]);

@@ -160,7 +160,7 @@ pub struct Vocabulary {
     /// End-of-generation ids, sorted.
     pub(crate) eog: Vec<TokenId>,
     /// SentencePiece: the `<0xXX>` token (else the one-byte token) of each byte.
-    /// Byte-level BPE: the token spelling each byte.
+    /// Byte-level BPE: the token spelling each byte (Gemma 4: its `<0xXX>` token).
     pub(crate) byte_tokens: [Option<TokenId>; 256],
     pub(crate) merges: Merges,
     /// Control, user-defined and unknown tokens with non-empty UTF-8 text, longest
@@ -419,6 +419,9 @@ impl Vocabulary {
                 TokenizerModel::Spm => table
                     .find(format!("<0x{b:02X}>").as_bytes())
                     .or_else(|| table.find(&[b as u8])),
+                TokenizerModel::Bpe if !parts.pre.byte_encoded() => {
+                    table.find(format!("<0x{b:02X}>").as_bytes())
+                }
                 TokenizerModel::Bpe => {
                     let mut s = [0u8; 4];
                     table.find(byte_level::BYTE_TO_CHAR[b].encode_utf8(&mut s).as_bytes())
