@@ -2,8 +2,10 @@
 
 mod bench_facade;
 mod bench_facade_gpu;
+mod leak_check;
 mod machine_peaks;
 mod make_model;
+mod train_demo;
 
 use std::process::Command;
 use std::time::Instant;
@@ -19,6 +21,8 @@ fn main() -> Result<()> {
         Some("ci") => ci(),
         Some("make-model") => make_model::make_model(&args[1..]),
         Some("bench-facade") => bench_facade::bench_facade(&args[1..]),
+        Some("train-demo") => train_demo::train_demo_command(&args[1..]),
+        Some("leak-check") => leak_check::leak_check(&args[1..]),
         Some("help") | None => {
             print_help();
             Ok(())
@@ -32,7 +36,7 @@ fn main() -> Result<()> {
 
 fn print_help() {
     println!(
-        "cargo xtask <command>\n\ncommands:\n  ci          fmt check, clippy -D warnings, the test suite\n  make-model  random-weight GGUF models (see `cargo xtask make-model --help`)\n  bench-facade  facade ops at LLM shapes on the CPU (or --backend gpu) backend vs the machine's peaks (see `cargo xtask bench-facade --help`)"
+        "cargo xtask <command>\n\ncommands:\n  ci          fmt check, clippy -D warnings, the test suite\n  make-model  random-weight GGUF models (see `cargo xtask make-model --help`)\n  bench-facade  facade ops at LLM shapes on the CPU (or --backend gpu) backend vs the machine's peaks (see `cargo xtask bench-facade --help`)\n  leak-check  memory discipline: heap, pool, RSS, device buffers, valgrind (see `cargo xtask leak-check --help`)\n  train-demo  train the demo story model `tempra run` embeds (see `cargo xtask train-demo --help`)"
     );
 }
 

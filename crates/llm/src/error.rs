@@ -16,6 +16,10 @@ pub enum LlmError {
     /// A tensor-layer error.
     #[error(transparent)]
     Tensor(#[from] tempra_tensor::TensorError),
+    /// A GPU backend error (no adapter, a device error) from the GPU engine.
+    #[cfg(feature = "gpu")]
+    #[error(transparent)]
+    Gpu(#[from] tempra_backend_gpu::GpuError),
     /// A malformed, damaged or unsupported GGUF file: the byte offset where reading
     /// failed, the metadata key or tensor being read (or `header`), and what was wrong.
     #[error("GGUF byte {offset} ({key_or_tensor}): {what}")]
@@ -153,6 +157,31 @@ pub enum LlmError {
     /// A generation was cancelled.
     #[error("generation cancelled")]
     Cancelled,
+    /// A chat template that does not compile or fails to render (a `raise_exception`
+    /// call, an undefined variable used as a value, ...).
+    #[error("chat template: {what}")]
+    ChatTemplate {
+        /// What went wrong, with the template line where known.
+        what: String,
+    },
+    /// The server's KV slots plus the weights would not fit in available memory.
+    #[error(
+        "not enough memory for {slots} KV slots: {slots} x {per_slot_bytes} B (context {context} positions) = {kv_bytes} B + weights {weights_bytes} B = {total} B, but only {available_bytes} B are available (lower --kv-slots or --ctx)",
+        kv_bytes = *slots as u64 * per_slot_bytes,
+        total = *slots as u64 * per_slot_bytes + weights_bytes
+    )]
+    SlotsOutOfMemory {
+        /// KV slots asked for.
+        slots: usize,
+        /// Context length of each slot.
+        context: usize,
+        /// KV cache bytes of one slot.
+        per_slot_bytes: u64,
+        /// Weight bytes.
+        weights_bytes: u64,
+        /// Memory available.
+        available_bytes: u64,
+    },
     /// An autograd error from the model forward.
     #[error(transparent)]
     Autograd(#[from] tempra_autograd::AutogradError),

@@ -1,6 +1,9 @@
 //! tempra-llm: GGUF model files, llama2.c checkpoints, tokenizers and (as they land) LLM
 //! engines. The `tempra` command sits behind the default `cli` feature.
 
+#[cfg(feature = "chat")]
+pub mod chat;
+pub mod demo;
 pub mod engine;
 pub mod error;
 pub mod gguf;
@@ -8,6 +11,8 @@ pub mod llama2c;
 pub mod model_config;
 pub mod model_file;
 pub mod quantize;
+#[cfg(feature = "server")]
+pub mod server;
 pub mod tensor_names;
 pub mod testing;
 pub mod tokenizer;

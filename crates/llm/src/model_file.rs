@@ -55,6 +55,8 @@ pub struct ModelFile {
     metadata: Metadata,
     tensors: Vec<TensorInfo>,
     index: HashMap<String, usize>,
+    /// Set for a model embedded in the binary: tensors are `Storage::Static` views.
+    static_bytes: Option<&'static [u8]>,
 }
 
 impl std::fmt::Debug for ModelFile {
@@ -121,6 +123,17 @@ impl ModelFile {
         ))
     }
 
+    /// Parses and validates GGUF bytes embedded in the binary (`include_bytes!`). Its
+    /// tensors are [`Storage::Static`] views, zero-copy where a tensor's bytes are
+    /// 64-byte aligned (a GGUF with `general.alignment = 64` embedded at a 64-byte
+    /// aligned address), and copied once into an aligned owned buffer otherwise: embedded
+    /// bytes carry no alignment guarantee, and block structs and SIMD loads need one.
+    pub fn from_static_gguf(bytes: &'static [u8], limits: &Limits) -> Result<ModelFile> {
+        let mut file = Self::from_gguf_bytes(Arc::new(bytes), limits)?;
+        file.static_bytes = Some(bytes);
+        Ok(file)
+    }
+
     /// Opens a llama2.c checkpoint with its tokenizer file (see [`crate::llama2c`]).
     pub fn open_llama2c(
         checkpoint: impl AsRef<Path>,
@@ -179,6 +192,7 @@ impl ModelFile {
             metadata,
             tensors,
             index,
+            static_bytes: None,
         }
     }
 
@@ -251,8 +265,18 @@ impl ModelFile {
     pub fn view(&self, info: &TensorInfo) -> Result<Tensor> {
         let start = usize::try_from(info.offset).unwrap_or(usize::MAX);
         let len = usize::try_from(info.byte_len).unwrap_or(usize::MAX);
-        let mapped = MappedBytes::new(self.bytes.clone(), start, len)?;
         let layout = Layout::contiguous(*info.shape(), info.dtype())?;
+        if let Some(all) = self.static_bytes {
+            let bytes = start
+                .checked_add(len)
+                .and_then(|end| all.get(start..end))
+                .ok_or_else(|| LlmError::TensorData {
+                    name: info.name().to_string(),
+                    what: format!("bytes {start}+{len} are outside the embedded model"),
+                })?;
+            return Ok(Tensor::from_storage(Storage::from_static(bytes)?, layout)?);
+        }
+        let mapped = MappedBytes::new(self.bytes.clone(), start, len)?;
         Ok(Tensor::from_storage(Storage::Mapped(mapped), layout)?)
     }
 

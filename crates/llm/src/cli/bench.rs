@@ -12,7 +12,7 @@ use std::io::Write;
 use std::time::Instant;
 
 use anyhow::bail;
-use tempra_llm::engine::{Model, Session};
+use tempra_llm::engine::{BackendKind, Model, Session};
 use tempra_tensor::random::SplitMix64;
 
 use crate::cli::engine_args::EngineArgs;
@@ -207,7 +207,8 @@ impl Report<'_> {
             "model": self.model_path,
             "arch": self.model.config().arch.name(),
             "weight_types": weight_types(self.model),
-            "backend": "cpu",
+            "backend": backend_name(self.model),
+            "adapter": self.model.gpu_adapter(),
             "threads": self.model.threads(),
             "n_prompt": self.n_prompt,
             "n_gen": self.n_gen,
@@ -250,6 +251,9 @@ impl Report<'_> {
             }
         }
         writeln!(out)?;
+        if let Some(adapter) = self.model.gpu_adapter() {
+            writeln!(out, "GPU adapter: {adapter}")?;
+        }
         writeln!(
             out,
             "memory read bandwidth ({} threads): {:.1} GB/s",
@@ -279,6 +283,15 @@ impl Report<'_> {
             mib(self.pool_peak_bytes as u64)
         )?;
         Ok(())
+    }
+}
+
+/// The backend's name in the JSON report (`cpu`, `gpu`, `reference`).
+fn backend_name(model: &Model) -> &'static str {
+    match model.backend_kind() {
+        BackendKind::Cpu => "cpu",
+        BackendKind::Gpu => "gpu",
+        BackendKind::Reference => "reference",
     }
 }
 

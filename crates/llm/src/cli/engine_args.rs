@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use tempra_llm::engine::{LoadOptions, Model};
+use tempra_llm::engine::{BackendKind, LoadOptions, Model};
 use tempra_tensor::DType;
 
 use crate::cli::model_arg::ModelArgs;
@@ -16,6 +16,15 @@ pub(crate) enum KvType {
     F16,
     /// Single precision.
     F32,
+}
+
+/// Where the model runs, on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum BackendArg {
+    /// The CPU (SIMD kernels, worker threads).
+    Cpu,
+    /// The GPU engine (wgpu; TEMPRA_GPU_ADAPTER=name picks the adapter).
+    Gpu,
 }
 
 /// Model file plus engine settings.
@@ -32,6 +41,9 @@ pub(crate) struct EngineArgs {
     /// KV cache element type.
     #[arg(long = "kv-type", value_enum, default_value = "f16")]
     pub(crate) kv_type: KvType,
+    /// Where the model runs.
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub(crate) backend: BackendArg,
 }
 
 impl EngineArgs {
@@ -45,7 +57,10 @@ impl EngineArgs {
                 KvType::F16 => DType::F16,
                 KvType::F32 => DType::F32,
             },
-            ..LoadOptions::default()
+            backend: match self.backend {
+                BackendArg::Cpu => BackendKind::Cpu,
+                BackendArg::Gpu => BackendKind::Gpu,
+            },
         };
         let file = self.model.open()?;
         Model::from_file(file, &options).with_context(|| self.model.model.display().to_string())

@@ -1,6 +1,7 @@
 //! Command-line front end: one module per subcommand.
 
 mod bench;
+mod chat;
 mod convert;
 mod detokenize;
 mod engine_args;
@@ -12,6 +13,8 @@ mod output_file;
 mod perplexity;
 mod quantize;
 mod run;
+#[cfg(feature = "server")]
+mod serve;
 mod tokenize;
 mod vocab_source;
 
@@ -31,6 +34,11 @@ struct Cli {
 enum Command {
     /// Generate text from a prompt.
     Run(run::RunArgs),
+    /// Chat with a model in the terminal (its chat template; one message per line).
+    Chat(chat::ChatArgs),
+    /// Serve the model over an OpenAI-compatible HTTP API.
+    #[cfg(feature = "server")]
+    Serve(serve::ServeArgs),
     /// Print the logits of every position of a token sequence as JSON.
     Logits(logits::LogitsArgs),
     /// Measure prompt-processing and generation speed (as llama-bench does).
@@ -66,6 +74,9 @@ pub(crate) fn run() -> ExitCode {
     };
     let result: anyhow::Result<()> = match cli.command {
         Command::Run(args) => run::run(args),
+        Command::Chat(args) => chat::run(args),
+        #[cfg(feature = "server")]
+        Command::Serve(args) => serve::run(args),
         Command::Logits(args) => logits::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Perplexity(args) => perplexity::run(args),

@@ -16,9 +16,29 @@ pub(crate) struct ModelArgs {
     pub(crate) tokenizer: Option<PathBuf>,
 }
 
+/// The `-m` value naming the demo model embedded in the binary (`tempra run`'s default).
+pub(crate) const EMBEDDED_MODEL: &str = "@demo";
+
 impl ModelArgs {
+    /// Whether `-m` names the embedded demo model.
+    pub(crate) fn is_embedded(&self) -> bool {
+        self.model.as_os_str() == EMBEDDED_MODEL
+    }
+
     /// Opens the model; errors name the file once.
     pub(crate) fn open(&self) -> anyhow::Result<ModelFile> {
+        if self.is_embedded() {
+            if self.tokenizer.is_some() {
+                anyhow::bail!(
+                    "the embedded demo model carries its own tokenizer; drop --tokenizer"
+                );
+            }
+            let bytes = tempra_llm::demo::embedded_demo_model().context(
+                "this build has no embedded demo model (crates/llm/assets/demo-stories.gguf, made by `cargo xtask train-demo`): pass a model with -m",
+            )?;
+            return ModelFile::from_static_gguf(bytes, &tempra_llm::gguf::Limits::default())
+                .context(EMBEDDED_MODEL);
+        }
         ModelFile::load(&self.model, self.tokenizer.as_deref()).or_else(|e| match e {
             // I/O errors already carry the path.
             LlmError::Io { .. } => Err(e.into()),

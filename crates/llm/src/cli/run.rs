@@ -8,9 +8,15 @@ use tempra_llm::engine::{Generation, Sampler, SamplerConfig, StopConditions};
 use tempra_llm::tokenizer::TokenizeOptions;
 
 use crate::cli::engine_args::EngineArgs;
+use crate::cli::model_arg::EMBEDDED_MODEL;
 
 /// Arguments of `tempra run`.
+// Without `-m`, `run` uses the demo model built into tempra.
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("model", |a| a
+    .required(false)
+    .default_value(EMBEDDED_MODEL)
+    .help("Model file: GGUF, or a llama2.c checkpoint together with --tokenizer; @demo is the small story model built into tempra")))]
 pub(crate) struct RunArgs {
     #[command(flatten)]
     engine: EngineArgs,

@@ -14,7 +14,7 @@ use super::model_arg::ModelArgs;
 /// Opens the vocabulary `args` names.
 pub(crate) fn load_vocabulary(args: &ModelArgs) -> anyhow::Result<Vocabulary> {
     let path = &args.model;
-    if args.tokenizer.is_none() && !starts_with_gguf_magic(path)? {
+    if args.tokenizer.is_none() && !args.is_embedded() && !starts_with_gguf_magic(path)? {
         let bytes = std::fs::read(path).with_context(|| path.display().to_string())?;
         if let Some(count) = llama2c_token_count(&bytes) {
             let vocab =

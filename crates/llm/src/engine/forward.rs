@@ -54,13 +54,9 @@ pub fn forward(
         });
     }
     let ids = ctx.from_slice(tokens, &[t])?;
-    let positions: Vec<u32> = (start..start + t).map(|p| p as u32).collect();
-    let positions = ctx.from_slice(&positions, &[t])?;
+    let positions = position_ids(ag, start, t)?;
 
-    let mut x = ag.embedding(&weights.token_embd, &ids)?;
-    if matches!(config.arch, Arch::Gemma2 | Arch::Gemma3) {
-        x = ag.mul_scalar(&x, (config.embedding_length as f64).sqrt())?;
-    }
+    let mut x = embed(ag, config, weights, &ids)?;
     for (l, layer) in weights.layers.iter().enumerate() {
         let attn = attention_block(
             ag,
@@ -83,13 +79,55 @@ pub fn forward(
     if rows == LogitRows::Last && t > 1 {
         x = x.narrow(0, t - 1, 1)?;
     }
-    let x = ag.rms_norm(&x, &weights.output_norm, config.rms_norm_eps as f64)?;
+    output_logits(ag, config, weights, &x)
+}
+
+/// Final norm, output head and optional logit soft-cap of `x [rows, D]` → `[rows, V]`.
+pub(crate) fn output_logits(
+    ag: &Autograd,
+    config: &ModelConfig,
+    weights: &ModelWeights,
+    x: &Var,
+) -> Result<Var> {
+    let x = ag.rms_norm(x, &weights.output_norm, config.rms_norm_eps as f64)?;
     let mut logits = ag.linear(&x, weights.head(), None)?;
     if let Some(cap) = config.final_logit_softcap {
         let cap = cap as f64;
         logits = ag.mul_scalar(&ag.tanh(&ag.mul_scalar(&logits, 1.0 / cap)?)?, cap)?;
     }
     Ok(logits)
+}
+
+/// Positions `start..start + t` as a U32 tensor `[t]`. Decode (and short prompts) fill
+/// them from a stack buffer: no heap allocation per token.
+fn position_ids(ag: &Autograd, start: usize, t: usize) -> Result<Tensor> {
+    let mut stack = [0u32; 64];
+    let ids = |buf: &mut [u32]| {
+        for (i, p) in buf.iter_mut().enumerate() {
+            *p = (start + i) as u32;
+        }
+    };
+    if t <= stack.len() {
+        ids(&mut stack[..t]);
+        return Ok(ag.ctx().from_slice(&stack[..t], &[t])?);
+    }
+    let mut heap = vec![0u32; t];
+    ids(&mut heap);
+    Ok(ag.ctx().from_slice(&heap, &[t])?)
+}
+
+/// The token embedding of `ids [T]` → `[T, D]` (scaled by √D for Gemma).
+pub(crate) fn embed(
+    ag: &Autograd,
+    config: &ModelConfig,
+    weights: &ModelWeights,
+    ids: &Tensor,
+) -> Result<Var> {
+    let x = ag.embedding(&weights.token_embd, ids)?;
+    if matches!(config.arch, Arch::Gemma2 | Arch::Gemma3) {
+        return Ok(ag.mul_scalar(&x, (config.embedding_length as f64).sqrt())?);
+    }
+    Ok(x)
 }
 
 /// Norm, q/k/v projections, optional q/k norms, rope, cache write, attention, output
@@ -106,6 +144,32 @@ fn attention_block(
     start: usize,
     cache: Option<&mut KvCache>,
 ) -> Result<Var> {
+    let t = x.dims()[0];
+    let (q, k, v) = project_qkv(ag, config, weights, layer, l, x, positions)?;
+    let params = attention_params(config, l, start);
+    let attn = match cache {
+        Some(cache) => {
+            cache.write(ag.ctx(), l, k.tensor(), v.tensor())?;
+            drop((k, v));
+            let (keys, values) = cache.view(l, t)?;
+            ag.attention(&q, &Var::constant(keys), &Var::constant(values), &params)?
+        }
+        None => ag.attention(&q, &k, &v, &params)?,
+    };
+    attention_output(ag, config, layer, attn)
+}
+
+/// Norm, q/k/v projections, optional q/k norms and rope of `x [T, D]` at `positions [T]`:
+/// `q [T, Hq, Dk]`, `k [T, Hkv, Dk]`, `v [T, Hkv, Dv]`.
+pub(crate) fn project_qkv(
+    ag: &Autograd,
+    config: &ModelConfig,
+    weights: &ModelWeights,
+    layer: &LayerWeights,
+    l: usize,
+    x: &Var,
+    positions: &Tensor,
+) -> Result<(Var, Var, Var)> {
     let eps = config.rms_norm_eps as f64;
     let t = x.dims()[0];
     let (hq, hkv) = (config.head_count, config.head_count_kv);
@@ -131,7 +195,12 @@ fn attention_block(
     let freqs = weights.rope_freqs.as_ref();
     let q = ag.rope(&q, positions, &rope, freqs)?;
     let k = ag.rope(&k, positions, &rope, freqs)?;
-    let params = AttentionParams {
+    Ok((q, k, v))
+}
+
+/// Layer `l`'s attention settings for queries starting at position `start`.
+pub(crate) fn attention_params(config: &ModelConfig, l: usize, start: usize) -> AttentionParams {
+    AttentionParams {
         scale: config.attention_scale,
         q_start: start,
         window: if config.is_sliding_layer(l) {
@@ -140,26 +209,32 @@ fn attention_block(
             None
         },
         softcap: config.attn_logit_softcap,
-    };
-    let attn = match cache {
-        Some(cache) => {
-            cache.write(ag.ctx(), l, k.tensor(), v.tensor())?;
-            drop((k, v));
-            let (keys, values) = cache.view(l, t)?;
-            ag.attention(&q, &Var::constant(keys), &Var::constant(values), &params)?
-        }
-        None => ag.attention(&q, &k, &v, &params)?,
-    };
-    let attn = attn.reshape(&[t, hq * dv])?;
+    }
+}
+
+/// Output projection and optional post-norm of the attention result `[T, Hq, Dv]`.
+pub(crate) fn attention_output(
+    ag: &Autograd,
+    config: &ModelConfig,
+    layer: &LayerWeights,
+    attn: Var,
+) -> Result<Var> {
+    let t = attn.dims()[0];
+    let attn = attn.reshape(&[t, config.head_count * config.value_length])?;
     let mut out = ag.linear(&attn, &layer.wo, None)?;
     if let Some(post) = &layer.post_attn_norm {
-        out = ag.rms_norm(&out, post, eps)?;
+        out = ag.rms_norm(&out, post, config.rms_norm_eps as f64)?;
     }
     Ok(out)
 }
 
 /// Norm, gated MLP (SwiGLU, or GeGLU with tanh-GELU for Gemma) and optional post-norm.
-fn ffn_block(ag: &Autograd, config: &ModelConfig, layer: &LayerWeights, x: &Var) -> Result<Var> {
+pub(crate) fn ffn_block(
+    ag: &Autograd,
+    config: &ModelConfig,
+    layer: &LayerWeights,
+    x: &Var,
+) -> Result<Var> {
     let eps = config.rms_norm_eps as f64;
     let h = ag.rms_norm(x, &layer.ffn_norm, eps)?;
     let gate = ag.linear(&h, &layer.gate, None)?;

@@ -31,17 +31,23 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod batch;
 mod forward;
 mod generation;
+#[cfg(feature = "gpu")]
+mod gpu;
 mod kv_cache;
 mod model;
 mod sampler;
 mod session;
 mod weights;
 
+pub use batch::step_batch;
 pub use forward::{LogitRows, forward};
 pub use generation::{FinishReason, GeneratedPiece, Generation, StopConditions};
 pub use kv_cache::KvCache;
+#[cfg(feature = "server")]
+pub(crate) use model::available_memory;
 pub use model::{BackendKind, DEFAULT_MAX_CONTEXT, LoadOptions, Model};
 pub use sampler::{Sampler, SamplerConfig};
 pub use session::{Session, logits_slice};

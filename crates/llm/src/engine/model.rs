@@ -25,7 +25,18 @@ pub enum BackendKind {
     Cpu,
     /// The scalar reference backend (slow; the specification).
     Reference,
+    /// The GPU engine on tempra-backend-gpu (wgpu): weights uploaded once, one device
+    /// arena (KV cache and every intermediate) per session. Needs the `gpu` cargo
+    /// feature and an adapter (`TEMPRA_GPU_ADAPTER=name` picks one).
+    Gpu,
 }
+
+/// A model's GPU engine, where it has one (only with the `gpu` cargo feature).
+#[cfg(feature = "gpu")]
+type GpuSlot = Option<crate::engine::gpu::GpuEngine>;
+/// A model's GPU engine, where it has one (only with the `gpu` cargo feature).
+#[cfg(not(feature = "gpu"))]
+type GpuSlot = ();
 
 /// The default cap on the context length when the model's is larger.
 pub const DEFAULT_MAX_CONTEXT: usize = 4096;
@@ -69,6 +80,9 @@ pub struct Model {
     context_length: usize,
     kv_type: DType,
     threads: usize,
+    backend: BackendKind,
+    #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
+    gpu: GpuSlot,
 }
 
 impl Model {
@@ -77,6 +91,20 @@ impl Model {
     /// available memory.
     pub fn load(path: impl AsRef<Path>, options: &LoadOptions) -> Result<Arc<Model>> {
         let file = ModelFile::load(path.as_ref(), options.tokenizer.as_deref())?;
+        Model::from_file(file, options)
+    }
+
+    /// Loads a GGUF embedded in the binary (e.g. the demo model, see
+    /// [`crate::demo::embedded_demo_model`]); its tensors are static-bytes storage (see
+    /// [`ModelFile::from_static_gguf`]). `options.tokenizer` must be `None`.
+    pub fn load_static(bytes: &'static [u8], options: &LoadOptions) -> Result<Arc<Model>> {
+        if options.tokenizer.is_some() {
+            return Err(LlmError::Argument {
+                what: "an embedded GGUF carries its own tokenizer; no tokenizer file applies"
+                    .into(),
+            });
+        }
+        let file = ModelFile::from_static_gguf(bytes, &crate::gguf::Limits::default())?;
         Model::from_file(file, options)
     }
 
@@ -113,6 +141,8 @@ impl Model {
         check_memory(file.file_size(), kv_bytes as u64)?;
         let weights = ModelWeights::from_file(&file, &config)?;
         let pool = HostPool::host();
+        #[allow(clippy::let_unit_value)]
+        let mut gpu: GpuSlot = Default::default();
         let (ctx, threads) = match options.backend {
             BackendKind::Cpu => {
                 let backend = match options.threads {
@@ -123,6 +153,11 @@ impl Model {
                 (ExecContext::new(Arc::new(backend)), threads)
             }
             BackendKind::Reference => (ExecContext::new(Arc::new(ReferenceBackend::new(pool))), 1),
+            BackendKind::Gpu => {
+                let (ctx, engine) = open_gpu(&config, &weights, options.kv_type)?;
+                gpu = engine;
+                (ctx, 1)
+            }
         };
         Ok(Arc::new(Model {
             file,
@@ -133,12 +168,29 @@ impl Model {
             context_length,
             kv_type: options.kv_type,
             threads,
+            backend: options.backend,
+            gpu,
         }))
     }
 
     /// A new session with its own KV cache of the model's context length.
     pub fn session(self: &Arc<Self>) -> Result<Session> {
         let c = &self.config;
+        #[cfg(feature = "gpu")]
+        if let Some(engine) = &self.gpu {
+            // The KV cache lives in the session's device arena; this host cache of no
+            // layers only counts positions.
+            let cache = KvCache::new(
+                0,
+                self.context_length,
+                c.head_count_kv,
+                c.key_length,
+                c.value_length,
+                self.kv_type,
+            )?;
+            let state = crate::engine::gpu::GpuSession::new(engine, self.context_length)?;
+            return Ok(Session::with_gpu(Arc::clone(self), cache, state));
+        }
         let cache = KvCache::new(
             c.block_count,
             self.context_length,
@@ -148,6 +200,34 @@ impl Model {
             self.kv_type,
         )?;
         Ok(Session::new(Arc::clone(self), cache))
+    }
+
+    /// The backend the model runs on.
+    pub fn backend_kind(&self) -> BackendKind {
+        self.backend
+    }
+
+    /// The GPU adapter a [`BackendKind::Gpu`] model runs on (name, API, type, driver);
+    /// `None` on the CPU backends.
+    pub fn gpu_adapter(&self) -> Option<String> {
+        #[cfg(feature = "gpu")]
+        if let Some(engine) = &self.gpu {
+            return Some(engine.backend().adapter().to_string());
+        }
+        None
+    }
+
+    /// The GPU backend of a [`BackendKind::Gpu`] model (its adapter, pools, host
+    /// fallback counts).
+    #[cfg(feature = "gpu")]
+    pub fn gpu_backend(&self) -> Option<&tempra_backend_gpu::GpuBackend> {
+        self.gpu.as_ref().map(|e| e.backend())
+    }
+
+    /// The GPU engine of a [`BackendKind::Gpu`] model.
+    #[cfg(feature = "gpu")]
+    pub(crate) fn gpu_engine(&self) -> Option<&crate::engine::gpu::GpuEngine> {
+        self.gpu.as_ref()
     }
 
     /// The hyperparameters.
@@ -204,8 +284,32 @@ impl Model {
     }
 }
 
+/// Opens the GPU engine: the backend's exec context and the engine.
+#[cfg(feature = "gpu")]
+fn open_gpu(
+    config: &ModelConfig,
+    weights: &ModelWeights,
+    kv_type: DType,
+) -> Result<(ExecContext, GpuSlot)> {
+    let engine = crate::engine::gpu::GpuEngine::new(config, weights, kv_type)?;
+    Ok((engine.backend().exec_context(), Some(engine)))
+}
+
+/// Without the `gpu` feature: an error saying so.
+#[cfg(not(feature = "gpu"))]
+fn open_gpu(
+    _config: &ModelConfig,
+    _weights: &ModelWeights,
+    _kv_type: DType,
+) -> Result<(ExecContext, GpuSlot)> {
+    Err(LlmError::Argument {
+        what: "this build of tempra-llm has no GPU engine (build with the `gpu` cargo feature)"
+            .into(),
+    })
+}
+
 /// `MemAvailable` from /proc/meminfo, in bytes (None where unknown).
-fn available_memory() -> Option<u64> {
+pub(crate) fn available_memory() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;

@@ -231,6 +231,27 @@ mod tests {
     }
 
     #[test]
+    fn frequency_and_presence_penalties_count_as_openai_does() {
+        let logits = [2.0, 1.5, 1.0];
+        let greedy = |frequency_penalty, presence_penalty| {
+            Sampler::new(SamplerConfig {
+                temperature: 0.0,
+                frequency_penalty,
+                presence_penalty,
+                ..SamplerConfig::default()
+            })
+        };
+        // Frequency: 0.2 per occurrence (2 → 1.6 keeps token 0, 3 → 1.4 loses it).
+        assert_eq!(greedy(0.2, 0.0).sample(&logits, &[0, 0]), 0);
+        assert_eq!(greedy(0.2, 0.0).sample(&logits, &[0, 2, 0, 0]), 1);
+        // Presence: once per distinct token, however often it appeared.
+        assert_eq!(greedy(0.0, 0.4).sample(&logits, &[0, 0, 0, 0]), 0);
+        assert_eq!(greedy(0.0, 0.6).sample(&logits, &[0]), 1);
+        // Negative values favour seen tokens.
+        assert_eq!(greedy(0.0, -1.2).sample(&logits, &[2]), 2);
+    }
+
+    #[test]
     fn repetition_penalty_steers_away() {
         let logits = [2.0, 1.9];
         let mut s = Sampler::new(SamplerConfig {

@@ -18,6 +18,9 @@ pub struct Session {
     model: Arc<Model>,
     cache: KvCache,
     tokens: Vec<u32>,
+    /// The device arena of a GPU model's session (then `cache` only counts positions).
+    #[cfg(feature = "gpu")]
+    gpu: Option<crate::engine::gpu::GpuSession>,
 }
 
 impl Session {
@@ -27,7 +30,41 @@ impl Session {
             model,
             cache,
             tokens: Vec::with_capacity(capacity),
+            #[cfg(feature = "gpu")]
+            gpu: None,
         }
+    }
+
+    /// A session of a GPU model: `cache` has no layers and counts positions; the keys and
+    /// values live in `state`'s device arena.
+    #[cfg(feature = "gpu")]
+    pub(crate) fn with_gpu(
+        model: Arc<Model>,
+        cache: KvCache,
+        state: crate::engine::gpu::GpuSession,
+    ) -> Session {
+        let mut session = Session::new(model, cache);
+        session.gpu = Some(state);
+        session
+    }
+
+    /// Whether the session runs on the GPU engine (its KV cache is in device memory).
+    pub fn is_gpu(&self) -> bool {
+        #[cfg(feature = "gpu")]
+        if self.gpu.is_some() {
+            return true;
+        }
+        false
+    }
+
+    /// Device bytes of a GPU session's arena (KV cache and step intermediates); 0 on
+    /// the CPU.
+    pub fn device_bytes(&self) -> usize {
+        #[cfg(feature = "gpu")]
+        if let Some(gpu) = &self.gpu {
+            return gpu.arena().bytes();
+        }
+        0
     }
 
     /// The model.
@@ -85,6 +122,14 @@ impl Session {
                 capacity: self.cache.capacity(),
             });
         }
+        #[cfg(feature = "gpu")]
+        if let (Some(gpu), Some(engine)) = (&self.gpu, self.model.gpu_engine()) {
+            let start = self.cache.len();
+            let logits = gpu.run(engine, self.model.config(), tokens, start, rows)?;
+            self.cache.advance(tokens.len());
+            self.tokens.extend_from_slice(tokens);
+            return Ok(logits);
+        }
         let _guard = no_grad();
         let model = &*self.model;
         let logits = forward(
@@ -97,6 +142,11 @@ impl Session {
         )?;
         self.tokens.extend_from_slice(tokens);
         Ok(logits.into_tensor())
+    }
+
+    /// The cache and token list, for the batched decode (which advances both).
+    pub(crate) fn state_mut(&mut self) -> (&mut KvCache, &mut Vec<u32>) {
+        (&mut self.cache, &mut self.tokens)
     }
 
     /// Keeps the first `n` positions.

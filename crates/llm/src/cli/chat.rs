@@ -1,0 +1,169 @@
+//! `tempra chat`: an interactive chat in the terminal, with the model's chat template and
+//! streamed replies. Reads one user message per line from stdin (a pipe works too).
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+
+use anyhow::Context;
+use tempra_llm::chat::{ChatMessage, ChatTemplate};
+use tempra_llm::engine::{Generation, Sampler, SamplerConfig, StopConditions};
+use tempra_llm::tokenizer::{TokenizeOptions, Vocabulary};
+
+use crate::cli::engine_args::EngineArgs;
+
+/// Arguments of `tempra chat`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ChatArgs {
+    #[command(flatten)]
+    engine: EngineArgs,
+    /// A system message to start the conversation with.
+    #[arg(long, value_name = "TEXT")]
+    system: Option<String>,
+    /// A Jinja chat template file to use instead of the model's.
+    #[arg(long = "chat-template-file", value_name = "FILE")]
+    chat_template_file: Option<PathBuf>,
+    /// The most tokens per reply (default: until an end token or a full context).
+    #[arg(short = 'n', long = "n-predict", value_name = "N")]
+    n: Option<usize>,
+    /// Temperature (0: greedy).
+    #[arg(long = "temp", default_value_t = 0.8)]
+    temperature: f32,
+    /// Keep the K most likely tokens (0: all).
+    #[arg(long = "top-k", default_value_t = 40)]
+    top_k: usize,
+    /// Nucleus sampling threshold (1: off).
+    #[arg(long = "top-p", default_value_t = 0.95)]
+    top_p: f32,
+    /// Drop tokens below this fraction of the best one's probability (0: off).
+    #[arg(long = "min-p", default_value_t = 0.05)]
+    min_p: f32,
+    /// Repetition penalty (1: off).
+    #[arg(long = "repeat-penalty", default_value_t = 1.0)]
+    repeat_penalty: f32,
+    /// Random seed (default: a random one).
+    #[arg(long)]
+    seed: Option<u64>,
+}
+
+/// Runs `tempra chat` until end of input.
+pub(crate) fn run(args: ChatArgs) -> anyhow::Result<()> {
+    let model = args.engine.load()?;
+    let vocab = model.vocab();
+    let text = |id: Option<u32>| {
+        id.and_then(|id| vocab.token_str(id))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let template = match &args.chat_template_file {
+        Some(path) => {
+            let source =
+                std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
+            ChatTemplate::new(&source, &text(vocab.bos()), &text(vocab.eos()))?
+        }
+        None => ChatTemplate::from_metadata(model.file().metadata(), vocab)?,
+    };
+    if template.is_fallback() {
+        eprintln!("note: the model has no chat template; using ChatML");
+    }
+    let bos_text = text(vocab.bos());
+    let interactive = std::io::stdin().is_terminal();
+    let mut seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
+    });
+    let mut history: Vec<ChatMessage> = args
+        .system
+        .iter()
+        .map(|s| ChatMessage::new("system", s.clone()))
+        .collect();
+    let mut session = model.session()?;
+    let mut stdout = std::io::stdout().lock();
+    let mut lines = std::io::stdin().lock().lines();
+    loop {
+        if interactive {
+            eprint!("> ");
+        }
+        let Some(line) = lines.next() else { break };
+        let line = line.context("reading stdin")?;
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        history.push(ChatMessage::new("user", line));
+        let mut prompt = render_prompt(&template, &history, &bos_text, vocab)?;
+        if prompt.len() >= model.context_length() && history.len() > 1 {
+            eprintln!(
+                "the conversation is {} tokens, the context holds {}: forgetting the earlier turns (raise --ctx for longer chats)",
+                prompt.len(),
+                model.context_length()
+            );
+            let last = history.pop();
+            history.retain(|m| m.role == "system");
+            history.extend(last);
+            prompt = render_prompt(&template, &history, &bos_text, vocab)?;
+        }
+        if prompt.len() >= model.context_length() {
+            eprintln!(
+                "the message makes a prompt of {} tokens, the context holds {}: not sent",
+                prompt.len(),
+                model.context_length()
+            );
+            history.pop();
+            continue;
+        }
+        // Keep the part of the conversation the session already holds.
+        let held = session.tokens();
+        let common = held.iter().zip(&prompt).take_while(|(a, b)| a == b).count();
+        let reuse = common.min(prompt.len() - 1);
+        session.truncate(reuse);
+        let sampler = Sampler::new(SamplerConfig {
+            temperature: args.temperature,
+            top_k: args.top_k,
+            top_p: args.top_p,
+            min_p: args.min_p,
+            repetition_penalty: args.repeat_penalty,
+            seed,
+            ..SamplerConfig::default()
+        });
+        seed = seed.wrapping_add(1);
+        let stop = StopConditions {
+            max_tokens: args.n,
+            stop_strings: template.stop_strings(),
+            ignore_eog: false,
+        };
+        let mut generation = Generation::new(&mut session, &prompt[reuse..], sampler, stop)?;
+        let mut reply = String::new();
+        for piece in generation.by_ref() {
+            let piece = piece?;
+            write!(stdout, "{}", piece.text)?;
+            stdout.flush()?;
+            reply.push_str(&piece.text);
+        }
+        let rest = generation.take_remaining_text();
+        writeln!(stdout, "{rest}")?;
+        stdout.flush()?;
+        reply.push_str(&rest);
+        history.push(ChatMessage::new("assistant", reply.trim()));
+    }
+    Ok(())
+}
+
+/// The prompt tokens of `history` (special-token text parsed; BOS added unless the
+/// template wrote it).
+fn render_prompt(
+    template: &ChatTemplate,
+    history: &[ChatMessage],
+    bos_text: &str,
+    vocab: &Vocabulary,
+) -> anyhow::Result<Vec<u32>> {
+    let rendered = template.render(history, true)?;
+    let has_bos = !bos_text.is_empty() && rendered.starts_with(bos_text);
+    Ok(vocab.tokenize(
+        &rendered,
+        TokenizeOptions {
+            add_special: !has_bos,
+            parse_special: true,
+        },
+    ))
+}

@@ -1,0 +1,180 @@
+//! `Admission`: the bounded queue between the HTTP handlers and the engine thread.
+//!
+//! A request is admitted while the busy slots plus the waiting requests are fewer than
+//! the slots plus the queue length; otherwise the handler answers 429 at once. The
+//! engine thread takes waiting jobs when a slot frees up.
+
+use std::collections::VecDeque;
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::engine::{FinishReason, SamplerConfig};
+
+/// What a job asks the engine for.
+#[derive(Debug)]
+pub(crate) struct Job {
+    /// The prompt tokens (at least one, shorter than the context).
+    pub(crate) prompt: Vec<u32>,
+    /// Sampling settings.
+    pub(crate) sampler: SamplerConfig,
+    /// The most tokens to generate.
+    pub(crate) max_tokens: usize,
+    /// Stop before any of these strings.
+    pub(crate) stop: Vec<String>,
+    /// Keep going past end-of-generation tokens.
+    pub(crate) ignore_eos: bool,
+    /// Where the engine sends the text and the end.
+    pub(crate) events: UnboundedSender<JobEvent>,
+}
+
+/// What the engine sends back for a job.
+#[derive(Debug)]
+pub(crate) enum JobEvent {
+    /// Generated text (never empty).
+    Text(String),
+    /// The generation ended.
+    Done {
+        /// Why.
+        reason: FinishReason,
+        /// Prompt tokens.
+        prompt_tokens: usize,
+        /// Prompt tokens reused from the slot's cache.
+        cached_tokens: usize,
+        /// Generated tokens.
+        completion_tokens: usize,
+    },
+    /// The engine failed on this job.
+    Failed(String),
+}
+
+/// Queue counts at one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Occupancy {
+    /// Slots running a job.
+    pub(crate) busy: usize,
+    /// Jobs waiting for a slot.
+    pub(crate) waiting: usize,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    waiting: VecDeque<Job>,
+    busy: usize,
+    closed: bool,
+}
+
+/// The bounded job queue and the count of busy slots, under one lock.
+#[derive(Debug)]
+pub(crate) struct Admission {
+    state: Mutex<State>,
+    wake: Condvar,
+    slots: usize,
+    queue: usize,
+}
+
+/// Why a job was not admitted.
+#[derive(Debug)]
+pub(crate) enum Rejected {
+    /// Every slot is busy and the queue is full.
+    Full {
+        /// The slots.
+        slots: usize,
+        /// The queue length.
+        queue: usize,
+    },
+    /// The server is shutting down.
+    Closed,
+}
+
+impl Admission {
+    /// A queue for `slots` slots and `queue` waiting jobs.
+    pub(crate) fn new(slots: usize, queue: usize) -> Admission {
+        Admission {
+            state: Mutex::new(State::default()),
+            wake: Condvar::new(),
+            slots,
+            queue,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding this lock cannot leave the counts half-updated (each
+        // critical section is one push, pop or add), so a poisoned lock is still sound.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues `job`, or says why not.
+    pub(crate) fn submit(&self, job: Job) -> Result<(), Rejected> {
+        let mut state = self.lock();
+        if state.closed {
+            return Err(Rejected::Closed);
+        }
+        if state.busy + state.waiting.len() >= self.slots + self.queue {
+            return Err(Rejected::Full {
+                slots: self.slots,
+                queue: self.queue,
+            });
+        }
+        state.waiting.push_back(job);
+        drop(state);
+        self.wake.notify_one();
+        Ok(())
+    }
+
+    /// The next waiting job, counted busy from now; `None` when none waits.
+    pub(crate) fn take(&self) -> Option<Job> {
+        let mut state = self.lock();
+        let job = state.waiting.pop_front()?;
+        state.busy += 1;
+        Some(job)
+    }
+
+    /// Blocks until a job waits or the queue closes (or `timeout` passes); returns false
+    /// once closed.
+    pub(crate) fn wait(&self, timeout: Duration) -> bool {
+        let state = self.lock();
+        if state.closed {
+            return false;
+        }
+        if !state.waiting.is_empty() {
+            return true;
+        }
+        let (state, _) = self
+            .wake
+            .wait_timeout(state, timeout)
+            .unwrap_or_else(|e| e.into_inner());
+        !state.closed
+    }
+
+    /// A slot finished its job.
+    pub(crate) fn release(&self) {
+        let mut state = self.lock();
+        state.busy = state.busy.saturating_sub(1);
+    }
+
+    /// Refuses new jobs, drops the waiting ones (their clients see the stream end) and
+    /// wakes the engine thread.
+    pub(crate) fn close(&self) {
+        let mut state = self.lock();
+        state.closed = true;
+        state.waiting.clear();
+        drop(state);
+        self.wake.notify_all();
+    }
+
+    /// Whether [`Admission::close`] was called.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+
+    /// Busy slots and waiting jobs now.
+    pub(crate) fn occupancy(&self) -> Occupancy {
+        let state = self.lock();
+        Occupancy {
+            busy: state.busy,
+            waiting: state.waiting.len(),
+        }
+    }
+}

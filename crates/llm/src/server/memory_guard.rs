@@ -1,0 +1,43 @@
+//! The startup check that the slots' KV caches plus the weights fit in memory.
+
+use crate::error::{LlmError, Result};
+
+/// Refuses, with the arithmetic, when `slots` KV caches of `per_slot_bytes` each plus
+/// `weights_bytes` exceed `available_bytes` (`None`: unknown, nothing is refused).
+pub(crate) fn check_slots_fit(
+    slots: usize,
+    context: usize,
+    per_slot_bytes: u64,
+    weights_bytes: u64,
+    available_bytes: Option<u64>,
+) -> Result<()> {
+    let kv = (slots as u64).saturating_mul(per_slot_bytes);
+    match available_bytes {
+        Some(available) if kv.saturating_add(weights_bytes) > available => {
+            Err(LlmError::SlotsOutOfMemory {
+                slots,
+                context,
+                per_slot_bytes,
+                weights_bytes,
+                available_bytes: available,
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_with_the_arithmetic() {
+        assert!(check_slots_fit(4, 2048, 1000, 500, Some(4500)).is_ok());
+        assert!(check_slots_fit(4, 2048, 1000, 500, None).is_ok());
+        let err = check_slots_fit(4, 2048, 1000, 501, Some(4500)).expect_err("too big");
+        assert_eq!(
+            err.to_string(),
+            "not enough memory for 4 KV slots: 4 x 1000 B (context 2048 positions) = 4000 B + weights 501 B = 4501 B, but only 4500 B are available (lower --kv-slots or --ctx)"
+        );
+    }
+}

@@ -1,0 +1,317 @@
+//! The HTTP routes: `POST /v1/completions`, `POST /v1/chat/completions`,
+//! `GET /v1/models`, `GET /health` and `GET /metrics`.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use axum::Json;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use tokio::sync::mpsc::unbounded_channel;
+
+use crate::server::admission::{Job, JobEvent, Rejected};
+use crate::server::errors::ApiError;
+use crate::server::openai::{
+    Endpoint, GenerationRequest, Plan, Prompt, ResponseHead, Usage, finish_reason,
+};
+use crate::server::sse::stream_response;
+use crate::server::state::AppState;
+use crate::tokenizer::TokenizeOptions;
+
+/// The router over `state`.
+pub(crate) fn router(state: Arc<AppState>) -> Router {
+    let limit = state.max_body_bytes;
+    Router::new()
+        .route("/v1/completions", post(completions))
+        .route("/v1/chat/completions", post(chat_completions))
+        .route("/v1/models", get(models))
+        .route("/health", get(health))
+        .route("/metrics", get(metrics))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(state)
+}
+
+async fn not_found() -> Response {
+    ApiError::invalid(None, "no such endpoint")
+        .with_status(StatusCode::NOT_FOUND)
+        .with_code("not_found")
+        .into_response()
+}
+
+async fn method_not_allowed() -> Response {
+    ApiError::invalid(None, "method not allowed on this endpoint")
+        .with_status(StatusCode::METHOD_NOT_ALLOWED)
+        .into_response()
+}
+
+async fn models(State(app): State<Arc<AppState>>) -> Response {
+    Json(serde_json::json!({
+        "object": "list",
+        "data": [{
+            "id": app.model_id,
+            "object": "model",
+            "created": app.created,
+            "owned_by": "tempra",
+            "meta": {
+                "context_length": app.model.context_length(),
+                "vocab_size": app.model.config().vocab_size,
+            },
+        }],
+    }))
+    .into_response()
+}
+
+async fn health(State(app): State<Arc<AppState>>) -> Response {
+    let occupancy = app.admission.occupancy();
+    Json(serde_json::json!({
+        "status": "ok",
+        "slots_idle": app.slots - occupancy.busy.min(app.slots),
+        "slots_processing": occupancy.busy,
+        "queue_waiting": occupancy.waiting,
+    }))
+    .into_response()
+}
+
+async fn metrics(State(app): State<Arc<AppState>>) -> Response {
+    let pool = app.model.autograd().ctx().pool_stats();
+    let text = app
+        .metrics
+        .render(app.slots, app.admission.occupancy(), &pool);
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+}
+
+async fn completions(
+    State(app): State<Arc<AppState>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    app.metrics
+        .completion_requests
+        .fetch_add(1, Ordering::Relaxed);
+    let prepared = parse(&app, body).and_then(|request| {
+        let plan = request.plan()?;
+        let prompt = completion_prompt(&app, &request)?;
+        Ok((prompt, plan, Vec::new()))
+    });
+    respond(app, Endpoint::Completions, prepared).await
+}
+
+async fn chat_completions(
+    State(app): State<Arc<AppState>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    app.metrics.chat_requests.fetch_add(1, Ordering::Relaxed);
+    let prepared = parse(&app, body).and_then(|request| {
+        let plan = request.plan()?;
+        let messages = request.chat_messages()?;
+        let text = app
+            .template
+            .render(&messages, true)
+            .map_err(|e| ApiError::invalid(Some("messages"), e.to_string()))?;
+        let vocab = app.model.vocab();
+        let bos_text = vocab.bos().and_then(|id| vocab.token_str(id));
+        let has_bos = bos_text.is_some_and(|b| !b.is_empty() && text.starts_with(b));
+        let prompt = vocab.tokenize(
+            &text,
+            TokenizeOptions {
+                add_special: !has_bos,
+                parse_special: true,
+            },
+        );
+        Ok((prompt, plan, app.template.stop_strings()))
+    });
+    respond(app, Endpoint::Chat, prepared).await
+}
+
+/// The request body as JSON, or a 4xx naming what was wrong.
+fn parse(
+    app: &AppState,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<GenerationRequest, ApiError> {
+    let bytes = body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::invalid(
+                None,
+                format!(
+                    "the request body is larger than {} bytes",
+                    app.max_body_bytes
+                ),
+            )
+            .with_status(StatusCode::PAYLOAD_TOO_LARGE)
+            .with_code("request_too_large")
+        } else {
+            ApiError::invalid(None, rejection.body_text()).with_status(rejection.status())
+        }
+    })?;
+    let mut de = serde_json::Deserializer::from_slice(&bytes);
+    let request: GenerationRequest = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if inner.is_syntax() || inner.is_eof() {
+            ApiError::invalid(None, format!("malformed JSON: {inner}"))
+        } else if path == "." {
+            ApiError::invalid(None, format!("bad request body: {inner}"))
+        } else {
+            ApiError::invalid(Some(&path), format!("`{path}`: {inner}"))
+        }
+    })?;
+    de.end()
+        .map_err(|e| ApiError::invalid(None, format!("malformed JSON: {e}")))?;
+    Ok(request)
+}
+
+/// The token ids of a completions request's prompt.
+fn completion_prompt(app: &AppState, request: &GenerationRequest) -> Result<Vec<u32>, ApiError> {
+    let vocab = app.model.vocab();
+    let text = match &request.prompt {
+        None => return Err(ApiError::invalid(Some("prompt"), "`prompt` is required")),
+        Some(Prompt::Text(text)) => text,
+        Some(Prompt::Texts(texts)) => match texts.as_slice() {
+            [one] => one,
+            _ => {
+                return Err(ApiError::invalid(
+                    Some("prompt"),
+                    format!(
+                        "exactly one prompt per request is supported (got {})",
+                        texts.len()
+                    ),
+                ));
+            }
+        },
+        Some(Prompt::Tokens(ids)) => {
+            if let Some(&bad) = ids.iter().find(|&&id| id as usize >= vocab.len()) {
+                return Err(ApiError::invalid(
+                    Some("prompt"),
+                    format!(
+                        "token id {bad} is out of range (vocabulary of {} tokens)",
+                        vocab.len()
+                    ),
+                ));
+            }
+            return Ok(ids.clone());
+        }
+    };
+    Ok(vocab.tokenize(
+        text,
+        TokenizeOptions {
+            add_special: true,
+            parse_special: true,
+        },
+    ))
+}
+
+/// Queues the job and answers: a stream, the whole response, or an error.
+async fn respond(
+    app: Arc<AppState>,
+    endpoint: Endpoint,
+    prepared: Result<(Vec<u32>, Plan, Vec<String>), ApiError>,
+) -> Response {
+    match generate(&app, endpoint, prepared).await {
+        Ok(response) => response,
+        Err(e) => {
+            // Engine failures are counted by the engine thread.
+            if e.status == StatusCode::TOO_MANY_REQUESTS {
+                app.metrics
+                    .rejected_requests
+                    .fetch_add(1, Ordering::Relaxed);
+            } else if e.status.is_client_error() {
+                app.metrics.invalid_requests.fetch_add(1, Ordering::Relaxed);
+            }
+            e.into_response()
+        }
+    }
+}
+
+async fn generate(
+    app: &AppState,
+    endpoint: Endpoint,
+    prepared: Result<(Vec<u32>, Plan, Vec<String>), ApiError>,
+) -> Result<Response, ApiError> {
+    let (prompt, plan, extra_stops) = prepared?;
+    let context = app.model.context_length();
+    if prompt.is_empty() {
+        return Err(ApiError::invalid(
+            Some(if endpoint == Endpoint::Chat {
+                "messages"
+            } else {
+                "prompt"
+            }),
+            "the prompt is empty (it tokenized to nothing)",
+        ));
+    }
+    if prompt.len() >= context {
+        return Err(ApiError::invalid(
+            Some(if endpoint == Endpoint::Chat { "messages" } else { "prompt" }),
+            format!(
+                "the prompt is {} tokens, but the context holds {context} (and at least one token must be generated)",
+                prompt.len()
+            ),
+        )
+        .with_code("context_length_exceeded"));
+    }
+    let room = context - prompt.len();
+    let mut stop = plan.stop;
+    stop.extend(extra_stops);
+    let (events, mut receiver) = unbounded_channel();
+    let job = Job {
+        prompt,
+        sampler: plan.sampler,
+        max_tokens: plan.max_tokens.unwrap_or(room).min(room),
+        stop,
+        ignore_eos: plan.ignore_eos,
+        events,
+    };
+    app.admission.submit(job).map_err(|rejected| match rejected {
+        Rejected::Full { slots, queue } => ApiError::server(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("the server is busy: all {slots} slots are busy and the queue of {queue} is full; retry later"),
+        )
+        .with_code("rate_limit_exceeded"),
+        Rejected::Closed => ApiError::server(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the server is shutting down",
+        ),
+    })?;
+    let head = ResponseHead {
+        endpoint,
+        id: app.response_id(match endpoint {
+            Endpoint::Completions => "cmpl",
+            Endpoint::Chat => "chatcmpl",
+        }),
+        created: crate::server::state::unix_now(),
+        model: app.model_id.clone(),
+    };
+    if plan.stream {
+        return Ok(stream_response(receiver, head, plan.include_usage));
+    }
+    let mut text = String::new();
+    loop {
+        match receiver.recv().await {
+            Some(JobEvent::Text(piece)) => text.push_str(&piece),
+            Some(JobEvent::Done {
+                reason,
+                prompt_tokens,
+                cached_tokens,
+                completion_tokens,
+            }) => {
+                let usage = Usage::new(prompt_tokens, cached_tokens, completion_tokens);
+                return Ok(Json(head.full(&text, finish_reason(reason), usage)).into_response());
+            }
+            Some(JobEvent::Failed(message)) => {
+                return Err(ApiError::server(StatusCode::INTERNAL_SERVER_ERROR, message));
+            }
+            None => {
+                return Err(ApiError::server(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the server is shutting down",
+                ));
+            }
+        }
+    }
+}

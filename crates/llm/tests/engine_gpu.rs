@@ -1,0 +1,299 @@
+//! The GPU engine against the CPU engine: the same greedy tokens, and logits within
+//! 1e-4 (f32 KV cache) or 2e-3 (f16 KV cache, where a 1e-6 difference in a key can round
+//! it to the neighbouring f16 value) of the CPU's, on the Hugging Face reference models
+//! of every architecture (`tests/data/hf`, also checked against transformers' logits),
+//! on stories260K (against llama2.c's `run.c`) and on a random llama long enough to run
+//! in several arena-sized chunks. A step allocates nothing from the device pool and runs
+//! nothing on the host, and a dropped session frees its arena.
+//!
+//! Without a GPU adapter each test prints why and returns; `REQUIRE_GPU=1` makes that a
+//! failure. CI runs them on Mesa's lavapipe.
+
+#![cfg(feature = "gpu")]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tempra_llm::LlmError;
+use tempra_llm::engine::{BackendKind, LoadOptions, Model, logits_slice};
+use tempra_llm::testing::{ModelShape, RandomModelSpec, shared_file, write_random_model};
+use tempra_tensor::DType;
+
+fn gpu_required() -> bool {
+    std::env::var("REQUIRE_GPU").is_ok_and(|v| v == "1")
+}
+
+/// Loads `path` on `backend`; `None` (with the reason printed) when the GPU engine has
+/// no adapter and `REQUIRE_GPU=1` is not set.
+fn load(
+    path: &Path,
+    tokenizer: Option<PathBuf>,
+    backend: BackendKind,
+    kv_type: DType,
+    context_length: Option<usize>,
+) -> Option<Arc<Model>> {
+    let options = LoadOptions {
+        tokenizer,
+        kv_type,
+        backend,
+        context_length,
+        threads: Some(2),
+    };
+    match Model::load(path, &options) {
+        Ok(model) => Some(model),
+        Err(LlmError::Gpu(e)) if !gpu_required() => {
+            eprintln!("skipping: no GPU ({e})");
+            None
+        }
+        Err(e) => panic!("{}: {e}", path.display()),
+    }
+}
+
+fn argmax(row: &[f32]) -> usize {
+    row.iter()
+        .enumerate()
+        .fold(
+            (0, f32::NEG_INFINITY),
+            |b, (i, &v)| if v > b.1 { (i, v) } else { b },
+        )
+        .0
+}
+
+/// Every row's logits of `tokens` as one batch, then one token at a time.
+fn prefill_and_decode(model: &Arc<Model>, tokens: &[u32]) -> (Vec<f32>, Vec<f32>) {
+    let mut session = model.session().unwrap();
+    let all = logits_slice(&session.logits_all(tokens).unwrap())
+        .unwrap()
+        .to_vec();
+    session.reset();
+    let mut decode = Vec::with_capacity(all.len());
+    for &t in tokens {
+        decode.extend_from_slice(logits_slice(&session.step(t).unwrap()).unwrap());
+    }
+    (all, decode)
+}
+
+/// Max |a − b|, after checking that every row has the same top-1 token.
+fn compare(what: &str, a: &[f32], b: &[f32], vocab: usize) -> f32 {
+    assert_eq!(a.len(), b.len(), "{what}");
+    for (p, (ra, rb)) in a.chunks_exact(vocab).zip(b.chunks_exact(vocab)).enumerate() {
+        assert_eq!(argmax(ra), argmax(rb), "{what}: top-1 differs at row {p}");
+    }
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| {
+            if x.is_finite() {
+                (x - y).abs()
+            } else {
+                f32::INFINITY
+            }
+        })
+        .fold(0.0, f32::max)
+}
+
+/// `n` tokens greedily generated after `prompt`.
+fn greedy(model: &Arc<Model>, prompt: &[u32], n: usize) -> Vec<u32> {
+    let mut session = model.session().unwrap();
+    let mut logits = session.prefill(prompt).unwrap();
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let next = argmax(logits_slice(&logits).unwrap()) as u32;
+        out.push(next);
+        logits = session.step(next).unwrap();
+    }
+    out
+}
+
+/// Nothing ran on the host, and the device pool served only the rope kernel's frequency
+/// table (its one per-call scratch lease, recycled): nothing outstanding, and another
+/// step makes no new device allocation.
+fn check_no_allocation_no_fallback(model: &Arc<Model>, what: &str) {
+    let gpu = model.gpu_backend().expect("a GPU model");
+    let fallbacks = gpu.host_fallbacks();
+    assert!(fallbacks.is_empty(), "{what}: host fallbacks {fallbacks:?}");
+    let before = gpu.pool().stats();
+    assert_eq!(before.outstanding, 0, "{what}: {before:?}");
+    assert!(before.peak_outstanding_bytes <= 4096, "{what}: {before:?}");
+    let mut session = model.session().unwrap();
+    session.prefill(&[1, 2, 3]).unwrap();
+    session.step(4).unwrap();
+    let after = gpu.pool().stats();
+    assert_eq!(
+        after.misses, before.misses,
+        "{what}: a step allocated: {after:?}"
+    );
+}
+
+fn hf_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hf")
+}
+
+/// (tokens, vocab, transformers' f32 logits) of a reference case.
+fn hf_case(name: &str) -> (Vec<u32>, usize, Vec<f32>) {
+    let dir = hf_dir();
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("references.json")).unwrap()).unwrap();
+    let c = &json["cases"][name];
+    let tokens: Vec<u32> = c["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap() as u32)
+        .collect();
+    let vocab = c["shape"][1].as_u64().unwrap() as usize;
+    let bytes = std::fs::read(dir.join(c["logits"].as_str().unwrap())).unwrap();
+    let logits = bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    (tokens, vocab, logits)
+}
+
+const NAMES: [&str; 6] = ["llama", "llama3", "qwen2", "qwen3", "gemma2", "gemma3"];
+
+#[test]
+fn every_architecture_matches_the_cpu_engine() {
+    for kv_type in [DType::F32, DType::F16] {
+        let tolerance = if kv_type == DType::F32 { 1e-4 } else { 2e-3 };
+        for name in NAMES {
+            let (tokens, vocab, reference) = hf_case(name);
+            let path = hf_dir().join(format!("{name}.gguf"));
+            let Some(gpu) = load(&path, None, BackendKind::Gpu, kv_type, None) else {
+                return;
+            };
+            let cpu = load(&path, None, BackendKind::Cpu, kv_type, None).unwrap();
+            assert_eq!(gpu.backend_kind(), BackendKind::Gpu);
+            assert!(gpu.gpu_adapter().is_some() && cpu.gpu_adapter().is_none());
+            let (g_all, g_dec) = prefill_and_decode(&gpu, &tokens);
+            let (c_all, c_dec) = prefill_and_decode(&cpu, &tokens);
+            let what = format!("{name} kv {kv_type}");
+            let d_all = compare(&format!("{what} prefill"), &g_all, &c_all, vocab);
+            let d_dec = compare(&format!("{what} decode"), &g_dec, &c_dec, vocab);
+            eprintln!("{what}: max |gpu - cpu| prefill {d_all:.2e}, decode {d_dec:.2e}");
+            assert!(d_all <= tolerance && d_dec <= tolerance, "{what}");
+            if kv_type == DType::F32 {
+                let d_ref = compare(
+                    &format!("{what} vs transformers"),
+                    &g_all,
+                    &reference,
+                    vocab,
+                );
+                assert!(d_ref <= 1e-4, "{what}: {d_ref:.2e} from transformers");
+            }
+            let prompt = &tokens[..8];
+            assert_eq!(greedy(&gpu, prompt, 12), greedy(&cpu, prompt, 12), "{what}");
+            check_no_allocation_no_fallback(&gpu, &what);
+        }
+    }
+}
+
+#[test]
+fn stories260k_greedy_matches_run_c_and_the_cpu() {
+    let (Some(ckpt), Some(tok), Some(golden)) = (
+        shared_file("models/stories260K/stories260K.bin"),
+        shared_file("models/stories260K/tok512.bin"),
+        shared_file("models/stories260K/greedy.json"),
+    ) else {
+        return;
+    };
+    let Some(gpu) = load(&ckpt, Some(tok.clone()), BackendKind::Gpu, DType::F32, None) else {
+        return;
+    };
+    let cpu = load(&ckpt, Some(tok), BackendKind::Cpu, DType::F32, None).unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(golden).unwrap()).unwrap();
+    let ids = |v: &serde_json::Value| -> Vec<u32> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap() as u32)
+            .collect()
+    };
+    let cases = json["cases"].as_array().unwrap();
+    for case in cases.iter().take(2) {
+        let (prompt, next) = (ids(&case["prompt_ids"]), ids(&case["next_ids"]));
+        // run.c's next_ids: the prompt's own tokens, then what it generated greedily.
+        let generated = &next[prompt.len() - 1..];
+        let n = generated.len().min(24);
+        let got = greedy(&gpu, &prompt, n);
+        assert_eq!(got, generated[..n], "prompt {prompt:?}");
+        assert_eq!(got, greedy(&cpu, &prompt, n));
+        let (g, _) = prefill_and_decode(&gpu, &prompt);
+        let (c, _) = prefill_and_decode(&cpu, &prompt);
+        let d = compare("stories260K", &g, &c, gpu.config().vocab_size);
+        assert!(d <= 1e-4, "stories260K: max |gpu - cpu| {d:.2e}");
+    }
+    check_no_allocation_no_fallback(&gpu, "stories260K");
+}
+
+#[test]
+fn long_inputs_run_in_arena_sized_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.gguf");
+    let shape =
+        ModelShape::parse("dim=64,layers=2,heads=4,kv_heads=2,ffn=96,vocab=300,context=512")
+            .unwrap();
+    let spec = RandomModelSpec::llama(shape).with_seed(11);
+    std::fs::write(&path, write_random_model(&spec, Vec::new()).unwrap()).unwrap();
+    let Some(gpu) = load(&path, None, BackendKind::Gpu, DType::F32, Some(400)) else {
+        return;
+    };
+    let cpu = load(&path, None, BackendKind::Cpu, DType::F32, Some(400)).unwrap();
+    let tokens: Vec<u32> = (0..300).map(|i| (i * 37 % 300) as u32).collect();
+    // 300 tokens: two prefill steps of the 256-token arena.
+    let mut gs = gpu.session().unwrap();
+    let mut cs = cpu.session().unwrap();
+    let g = gs.prefill(&tokens).unwrap();
+    let c = cs.prefill(&tokens).unwrap();
+    let d = compare(
+        "prefill 300",
+        logits_slice(&g).unwrap(),
+        logits_slice(&c).unwrap(),
+        300,
+    );
+    assert!(d <= 1e-4, "prefill of 300 tokens: {d:.2e}");
+    assert_eq!((gs.len(), gs.tokens()), (cs.len(), cs.tokens()));
+    // 40 more positions with every row's logits: two steps of the 32-row logits buffer.
+    let more = &tokens[..40];
+    let g = gs.logits_all(more).unwrap();
+    let c = cs.logits_all(more).unwrap();
+    assert_eq!(g.dims(), [40, 300]);
+    let d = compare(
+        "logits_all 40",
+        logits_slice(&g).unwrap(),
+        logits_slice(&c).unwrap(),
+        300,
+    );
+    assert!(d <= 1e-4, "logits of 40 positions after 300: {d:.2e}");
+    // Truncate and continue: the device cache is overwritten from there.
+    gs.truncate(100);
+    cs.truncate(100);
+    let g = gs.step(5).unwrap();
+    let c = cs.step(5).unwrap();
+    let d = compare(
+        "after truncate",
+        logits_slice(&g).unwrap(),
+        logits_slice(&c).unwrap(),
+        300,
+    );
+    assert!(d <= 1e-4, "after truncate: {d:.2e}");
+    // Errors, not panics: a full context, an id outside the vocabulary.
+    assert!(matches!(
+        gs.prefill(&tokens),
+        Err(LlmError::ContextFull { .. })
+    ));
+    assert!(matches!(gs.step(300), Err(LlmError::TokenId { .. })));
+    assert_eq!(gs.len(), 101);
+    check_no_allocation_no_fallback(&gpu, "random llama");
+
+    // Dropping a session frees its arena.
+    let backend = gpu.gpu_backend().unwrap();
+    assert!(gs.is_gpu() && !cs.is_gpu() && gs.device_bytes() > 0);
+    let with_session = backend.live_buffers();
+    drop(gs);
+    let before = backend.live_buffers();
+    assert!(before < with_session);
+    let s = gpu.session().unwrap();
+    assert_eq!(backend.live_buffers(), with_session);
+    drop(s);
+    assert_eq!(backend.live_buffers(), before);
+}

@@ -1,0 +1,9 @@
+//! Integration tests of `tempra_llm::server`: a server on an ephemeral loopback port over
+//! a tiny random model, driven with a real (minimal) HTTP client.
+#![cfg(feature = "server")]
+
+mod bad_requests;
+mod endpoints;
+mod fixtures;
+mod http_client;
+mod slots;
