@@ -6,10 +6,11 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use tempra_llm::chat::{ChatMessage, ChatTemplate};
-use tempra_llm::engine::{Generation, Sampler, SamplerConfig, StopConditions};
+use tempra_llm::engine::{Generation, Sampler, StopConditions};
 use tempra_llm::tokenizer::{TokenizeOptions, Vocabulary};
 
 use crate::cli::engine_args::EngineArgs;
+use crate::cli::sampling_args::SamplingArgs;
 
 /// Arguments of `tempra chat`.
 #[derive(Debug, clap::Args)]
@@ -25,24 +26,8 @@ pub(crate) struct ChatArgs {
     /// The most tokens per reply (default: until an end token or a full context).
     #[arg(short = 'n', long = "n-predict", value_name = "N")]
     n: Option<usize>,
-    /// Temperature (0: greedy).
-    #[arg(long = "temp", default_value_t = 0.8)]
-    temperature: f32,
-    /// Keep the K most likely tokens (0: all).
-    #[arg(long = "top-k", default_value_t = 40)]
-    top_k: usize,
-    /// Nucleus sampling threshold (1: off).
-    #[arg(long = "top-p", default_value_t = 0.95)]
-    top_p: f32,
-    /// Drop tokens below this fraction of the best one's probability (0: off).
-    #[arg(long = "min-p", default_value_t = 0.05)]
-    min_p: f32,
-    /// Repetition penalty (1: off).
-    #[arg(long = "repeat-penalty", default_value_t = 1.0)]
-    repeat_penalty: f32,
-    /// Random seed (default: a random one).
-    #[arg(long)]
-    seed: Option<u64>,
+    #[command(flatten)]
+    sampling: SamplingArgs,
 }
 
 /// Runs `tempra chat` until end of input.
@@ -67,11 +52,7 @@ pub(crate) fn run(args: ChatArgs) -> anyhow::Result<()> {
     }
     let bos_text = text(vocab.bos());
     let interactive = std::io::stdin().is_terminal();
-    let mut seed = args.seed.unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64)
-    });
+    let mut seed = args.sampling.seed();
     let mut history: Vec<ChatMessage> = args
         .system
         .iter()
@@ -117,15 +98,7 @@ pub(crate) fn run(args: ChatArgs) -> anyhow::Result<()> {
         let common = held.iter().zip(&prompt).take_while(|(a, b)| a == b).count();
         let reuse = common.min(prompt.len() - 1);
         session.truncate(reuse);
-        let sampler = Sampler::new(SamplerConfig {
-            temperature: args.temperature,
-            top_k: args.top_k,
-            top_p: args.top_p,
-            min_p: args.min_p,
-            repetition_penalty: args.repeat_penalty,
-            seed,
-            ..SamplerConfig::default()
-        });
+        let sampler = Sampler::new(args.sampling.config(seed));
         seed = seed.wrapping_add(1);
         let stop = StopConditions {
             max_tokens: args.n,

@@ -13,6 +13,7 @@ mod output_file;
 mod perplexity;
 mod quantize;
 mod run;
+mod sampling_args;
 #[cfg(feature = "server")]
 mod serve;
 mod tokenize;

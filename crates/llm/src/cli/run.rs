@@ -4,11 +4,12 @@ use std::io::Write;
 use std::time::Instant;
 
 use anyhow::bail;
-use tempra_llm::engine::{Generation, Sampler, SamplerConfig, StopConditions};
+use tempra_llm::engine::{Generation, Sampler, StopConditions};
 use tempra_llm::tokenizer::TokenizeOptions;
 
 use crate::cli::engine_args::EngineArgs;
 use crate::cli::model_arg::EMBEDDED_MODEL;
+use crate::cli::sampling_args::SamplingArgs;
 
 /// Arguments of `tempra run`.
 // Without `-m`, `run` uses the demo model built into tempra.
@@ -26,24 +27,8 @@ pub(crate) struct RunArgs {
     /// Tokens to generate (default: until an end token or a full context).
     #[arg(short = 'n', long = "n-predict", value_name = "N")]
     n: Option<usize>,
-    /// Temperature (0: greedy).
-    #[arg(long = "temp", default_value_t = 0.8)]
-    temperature: f32,
-    /// Keep the K most likely tokens (0: all).
-    #[arg(long = "top-k", default_value_t = 40)]
-    top_k: usize,
-    /// Nucleus sampling threshold (1: off).
-    #[arg(long = "top-p", default_value_t = 0.95)]
-    top_p: f32,
-    /// Drop tokens below this fraction of the best one's probability (0: off).
-    #[arg(long = "min-p", default_value_t = 0.05)]
-    min_p: f32,
-    /// Repetition penalty (1: off).
-    #[arg(long = "repeat-penalty", default_value_t = 1.0)]
-    repeat_penalty: f32,
-    /// Random seed (default: a random one).
-    #[arg(long)]
-    seed: Option<u64>,
+    #[command(flatten)]
+    sampling: SamplingArgs,
 }
 
 /// Runs `tempra run`.
@@ -61,20 +46,8 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
             model.context_length()
         );
     }
-    let seed = args.seed.unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64)
-    });
-    let sampler = Sampler::new(SamplerConfig {
-        temperature: args.temperature,
-        top_k: args.top_k,
-        top_p: args.top_p,
-        min_p: args.min_p,
-        repetition_penalty: args.repeat_penalty,
-        seed,
-        ..SamplerConfig::default()
-    });
+    let seed = args.sampling.seed();
+    let sampler = Sampler::new(args.sampling.config(seed));
     let stop = StopConditions {
         max_tokens: args.n,
         ..StopConditions::default()
