@@ -192,6 +192,10 @@ impl Backend for CpuBackend {
         crate::linear::linear(&self.products(), x, w, bias, out)
     }
 
+    fn prepare_weight(&self, w: &Tensor) -> Result<Option<Tensor>> {
+        crate::prepare::prepare_weight(&self.products(), w)
+    }
+
     fn rms_norm(&self, x: &Tensor, w: &Tensor, eps: f64, out: &mut Tensor) -> Result<()> {
         ops::norm::rms_norm(&self.exec(), x, w, eps, out)?
             .or_else(|| self.reference.rms_norm(x, w, eps, out))

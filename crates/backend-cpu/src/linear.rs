@@ -31,6 +31,7 @@ pub(crate) fn linear(
     let (n, k) = (w.dims()[0], w.dims()[1]);
     let (ws0, ws1) = (w.layout().strides()[0], w.layout().strides()[1]);
     let wv = if w.dtype().is_quantized() {
+        tempra_tensor::quant::check_interleaved_weight(OP, w)?;
         let rows = x.elem_count().checked_div(k).unwrap_or(0);
         if rows < products.dequant_gemm_rows || k == 0 {
             return quantized::linear(g, &products.quant, x, w, bias, out);
@@ -42,6 +43,7 @@ pub(crate) fn linear(
             dtype: w.dtype(),
             bytes: w.storage().host_bytes()?,
             base_block: w.layout().offset(),
+            row_blocks: k / bl,
         };
         return gemm_rows(
             g,

@@ -155,3 +155,78 @@ fn quantized_prefill_tile_edges() {
         }
     }
 }
+
+#[test]
+fn prepared_weights_give_the_same_products() {
+    // `prepare_weight` interleaves Q4_0/Q8_0 rows in groups of eight where the ISA has
+    // the kernels; the product must not change: against the reference (which reads the
+    // interleaved layout through its own de-interleave, bit for bit as the original)
+    // and equal across thread counts.
+    let reference = ExecContext::reference();
+    for dtype in [DType::Q4_0, DType::Q8_0] {
+        for (n, k) in [(8, 32), (24, 96), (264, 512)] {
+            let w = quantized_tensor(&reference, &normal(n * k, n as u64), n, k, dtype);
+            let bias = float_tensor(&normal(n, 3), &[n], DType::F32);
+            let mut by_threads = Vec::new();
+            for (name, ctx) in cpu_contexts() {
+                let Some(prepared) = ctx.prepare_weight(&w).unwrap() else {
+                    assert!(
+                        name.contains("scalar"),
+                        "{name} keeps {dtype} rows as they are"
+                    );
+                    continue;
+                };
+                assert_eq!(prepared.dtype(), dtype.interleaved().unwrap());
+                assert_eq!(prepared.dims(), w.dims());
+                for m in [1, 3, 40] {
+                    let x = float_tensor(&normal(m * k, 50 + m as u64), &[m, k], DType::F32);
+                    let label = format!("{dtype} {m}x{n}x{k} prepared on {name}");
+                    let want = reference.linear(&x, &w, Some(&bias)).unwrap();
+                    let got = ctx.linear(&x, &prepared, Some(&bias)).unwrap();
+                    let e = nmse(&got.to_vec_f32().unwrap(), &want.to_vec_f32().unwrap());
+                    assert!(e <= QUANT_BUDGET, "{label}: nmse {e:e}");
+                    let via_reference = reference.linear(&x, &prepared, Some(&bias)).unwrap();
+                    assert_eq!(
+                        via_reference.to_vec_f32().unwrap(),
+                        want.to_vec_f32().unwrap(),
+                        "{label}: the reference reads the interleaved layout"
+                    );
+                    by_threads.push((name.clone(), m, got.to_vec_f32().unwrap()));
+                }
+            }
+            for (name, m, got) in &by_threads {
+                let (_, _, first) = by_threads.iter().find(|(_, m0, _)| m0 == m).unwrap();
+                assert_eq!(
+                    got, first,
+                    "{dtype} {n}x{k} m={m}: {name} differs across threads"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn prepare_keeps_weights_it_cannot_interleave() {
+    let reference = ExecContext::reference();
+    for (name, ctx) in cpu_contexts() {
+        // Not a multiple of eight rows, a format without an interleaved layout, a
+        // strided view: all kept.
+        let odd = quantized_tensor(&reference, &normal(12 * 64, 1), 12, 64, DType::Q4_0);
+        assert!(ctx.prepare_weight(&odd).unwrap().is_none(), "{name}");
+        let k_quant = quantized_tensor(&reference, &normal(16 * 256, 2), 16, 256, DType::Q4K);
+        assert!(ctx.prepare_weight(&k_quant).unwrap().is_none(), "{name}");
+        let f32w = float_tensor(&normal(16 * 64, 3), &[64, 16], DType::F32)
+            .t()
+            .unwrap();
+        assert!(ctx.prepare_weight(&f32w).unwrap().is_none(), "{name}");
+        // A linear with an interleaved weight that is not whole groups is refused.
+        let w = quantized_tensor(&reference, &normal(16 * 64, 4), 16, 64, DType::Q8_0);
+        if let Some(p) = ctx.prepare_weight(&w).unwrap() {
+            let x = float_tensor(&normal(64, 5), &[1, 64], DType::F32);
+            let err = ctx
+                .linear(&x, &p.narrow(0, 0, 4).unwrap(), None)
+                .unwrap_err();
+            assert!(err.to_string().contains("groups of 8"), "{name}: {err}");
+        }
+    }
+}

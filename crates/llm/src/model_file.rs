@@ -57,6 +57,8 @@ pub struct ModelFile {
     index: HashMap<String, usize>,
     /// Set for a model embedded in the binary: tensors are `Storage::Static` views.
     static_bytes: Option<&'static [u8]>,
+    /// The file mapping behind `bytes`, for a GGUF opened from disk (page advice).
+    mapping: Option<Arc<memmap2::Mmap>>,
 }
 
 impl std::fmt::Debug for ModelFile {
@@ -72,6 +74,14 @@ impl std::fmt::Debug for ModelFile {
 
 /// Memory-maps `path` read-only (an empty file gives an empty buffer).
 pub(crate) fn map_file(path: &Path) -> Result<ModelBytes> {
+    Ok(match mmap_file(path)? {
+        Some(map) => map,
+        None => Arc::new(Vec::<u8>::new()),
+    })
+}
+
+/// Memory-maps `path` read-only; `None` for an empty file (which cannot be mapped).
+fn mmap_file(path: &Path) -> Result<Option<Arc<memmap2::Mmap>>> {
     let io = |source| LlmError::Io {
         path: path.display().to_string(),
         source,
@@ -85,7 +95,7 @@ pub(crate) fn map_file(path: &Path) -> Result<ModelBytes> {
         )));
     }
     if meta.len() == 0 {
-        return Ok(Arc::new(Vec::<u8>::new()));
+        return Ok(None);
     }
     // SAFETY: the mapping is read-only and private to this process, and tempra never
     // writes through it; every access goes through bounds-checked slices of it. What no
@@ -93,7 +103,7 @@ pub(crate) fn map_file(path: &Path) -> Result<ModelBytes> {
     // is mapped (reads may then fault or see changed bytes); model files are treated as
     // immutable while open, the same contract llama.cpp's mmap loader has.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-    Ok(Arc::new(map))
+    Ok(Some(Arc::new(map)))
 }
 
 impl ModelFile {
@@ -104,7 +114,54 @@ impl ModelFile {
 
     /// Opens and validates a GGUF file with explicit limits.
     pub fn open_with_limits(path: impl AsRef<Path>, limits: &Limits) -> Result<ModelFile> {
-        Self::from_gguf_bytes(map_file(path.as_ref())?, limits)
+        let mapping = mmap_file(path.as_ref())?;
+        let bytes: ModelBytes = match &mapping {
+            Some(map) => map.clone(),
+            None => Arc::new(Vec::<u8>::new()),
+        };
+        let mut file = Self::from_gguf_bytes(bytes, limits)?;
+        file.mapping = mapping;
+        Ok(file)
+    }
+
+    /// Tells the OS that this process no longer needs the file pages under `bytes` (a
+    /// tensor's bytes, e.g. of a weight the backend copied into another layout), so they
+    /// stop counting in its resident memory. Whole pages inside `bytes` only; nothing
+    /// for bytes outside a file mapping (embedded or in-memory models). Reading the
+    /// bytes later is still correct: the mapping is read-only, so the OS reads the
+    /// pages back from the file.
+    pub fn release_pages(&self, bytes: &[u8]) {
+        #[cfg(unix)]
+        if let Some(map) = &self.mapping {
+            // Inward to 64 KiB, a multiple of every common page size.
+            const GRAIN: usize = 64 * 1024;
+            let base = map.as_ptr() as usize;
+            let (start, end) = (
+                bytes.as_ptr() as usize,
+                bytes.as_ptr() as usize + bytes.len(),
+            );
+            if start < base || end > base + map.len() {
+                return;
+            }
+            let first = (start - base).next_multiple_of(GRAIN);
+            let last = (end - base) / GRAIN * GRAIN;
+            if last > first {
+                // SAFETY: MADV_DONTNEED on a private, read-only file mapping that no one
+                // writes only drops clean page-cache pages from this process; the next
+                // read faults them back in from the file with the same contents, so
+                // every outstanding `&[u8]` into the mapping stays valid and unchanged.
+                // The range lies inside the mapping (checked above).
+                let _ = unsafe {
+                    map.unchecked_advise_range(
+                        memmap2::UncheckedAdvice::DontNeed,
+                        first,
+                        last - first,
+                    )
+                };
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = bytes;
     }
 
     /// Parses and validates GGUF bytes already in memory (or mapped by the caller).
@@ -193,6 +250,7 @@ impl ModelFile {
             tensors,
             index,
             static_bytes: None,
+            mapping: None,
         }
     }
 

@@ -38,6 +38,7 @@ fn load(
         backend,
         context_length,
         threads: Some(2),
+        ..LoadOptions::default()
     };
     match Model::load(path, &options) {
         Ok(model) => Some(model),

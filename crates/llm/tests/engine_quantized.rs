@@ -69,6 +69,28 @@ fn check(qtype: QuantType, max_nmse: f64) {
         ..LoadOptions::default()
     };
     let model = Model::from_file(file, &options).unwrap();
+    // Q4_0/Q8_0 matrices run in the CPU's row-interleaved layout where it has the
+    // kernels: what is checked below is then that layout, prefill and decode.
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("fma")
+        && std::arch::is_x86_feature_detected!("f16c")
+        && std::env::var_os("TEMPRA_CPU_ISA").is_none()
+    {
+        let layer = &model.forward_weights().layers[0];
+        let want = match qtype {
+            QuantType::Q4_0 => Some(DType::Q4_0R8),
+            QuantType::Q8_0 => Some(DType::Q8_0R8),
+            _ => None,
+        };
+        if let Some(want) = want {
+            assert_eq!(layer.gate.tensor().dtype(), want, "{qtype}");
+            assert_eq!(
+                model.weights().layers[0].gate.tensor().dtype(),
+                want.base_format()
+            );
+        }
+    }
     let vocab = model.config().vocab_size;
     let tokens: Vec<u32> = (0..40u32).map(|i| (i * 97 + 5) % vocab as u32).collect();
 

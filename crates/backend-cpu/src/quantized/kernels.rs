@@ -24,13 +24,14 @@ pub(crate) struct ActRow {
     pub(crate) sums: *const i32,
 }
 
-/// `out[i] = Σ_blocks w_i · act` for the eight weight rows `w_i` at `w + i · stride`
-/// (`i` in `0..8`), each of `nb` blocks, and one Q8_0 activation row.
+/// `out[i] = Σ_blocks w_i · act` for the eight rows of one row-interleaved group
+/// ([`DType::Q4_0R8`] or [`DType::Q8_0R8`]) at `w`, `nb` records long, and one Q8_0
+/// activation row.
 ///
-/// Safety contract of every `Gemv8Fn`: the CPU has the features the table was built for;
-/// each of the eight weight rows holds `nb` readable blocks (any alignment); `act`
-/// points to `nb` readable Q8_0 blocks, `nb` scales and `nb` sums.
-pub(crate) type Gemv8Fn = unsafe fn(usize, *const u8, usize, &ActRow, &mut [f32; 8]);
+/// Safety contract of every `GemvR8Fn`: the CPU has the features the table was built
+/// for; `w` points to `nb` readable records of the group (any alignment); `act` points
+/// to `nb` readable Q8_0 blocks, `nb` scales and `nb` sums.
+pub(crate) type GemvR8Fn = unsafe fn(usize, *const u8, &ActRow, &mut [f32; 8]);
 
 /// Quantizes one f32 row into blocks of the given activation dtype.
 pub(crate) type QuantizeFn = fn(DType, &[f32], &mut [u8]) -> Result<()>;
@@ -44,8 +45,11 @@ pub(crate) struct QuantKernels {
     /// The activation quantizer.
     pub(crate) quantize: QuantizeFn,
     dots: [Option<DotFn>; 10],
-    gemv8: [Option<Gemv8Fn>; 10],
+    interleaved: [GemvR8Fn; 2],
 }
+
+/// The row-interleaved formats, in table order.
+const INTERLEAVED: [DType; 2] = [DType::Q4_0R8, DType::Q8_0R8];
 
 /// The weight formats, in table order.
 const FORMATS: [DType; 10] = [
@@ -70,27 +74,17 @@ impl QuantKernels {
             .and_then(|i| self.dots[i])
     }
 
-    /// The eight-row GEMV for weights of `dtype` against Q8_0 activations, if this ISA
-    /// has one.
-    pub(crate) fn gemv8(&self, dtype: DType) -> Option<Gemv8Fn> {
-        FORMATS
+    /// The GEMV for one group of a row-interleaved `dtype` (every table has one).
+    pub(crate) fn gemv_r8(&self, dtype: DType) -> Option<GemvR8Fn> {
+        INTERLEAVED
             .iter()
             .position(|&d| d == dtype)
-            .and_then(|i| self.gemv8[i])
+            .map(|i| self.interleaved[i])
     }
 
-    /// This table with `dtype`'s eight-row GEMV set.
-    pub(crate) fn with_gemv8(mut self, dtype: DType, gemv8: Gemv8Fn) -> Self {
-        if let Some(i) = FORMATS.iter().position(|&d| d == dtype) {
-            self.gemv8[i] = Some(gemv8);
-        }
-        self
-    }
-
-    /// This table without its eight-row GEMVs (probes compare the two paths).
-    #[cfg(test)]
-    pub(crate) fn without_gemv8(mut self) -> Self {
-        self.gemv8 = [None; 10];
+    /// This table with the row-interleaved GEMVs replaced (Q4_0R8, Q8_0R8).
+    pub(crate) fn with_interleaved(mut self, q4_0: GemvR8Fn, q8_0: GemvR8Fn) -> Self {
+        self.interleaved = [q4_0, q8_0];
         self
     }
 
@@ -117,6 +111,40 @@ unsafe fn scalar_dot<W: QuantDot>(nb: usize, w: *const u8, acts: &[*const u8], o
     }
 }
 
+/// The reference GEMV over one row-interleaved group: each block is gathered back to
+/// its base format and dotted by [`quant::vec_dot`], accumulated per block in f32 as
+/// the reference does.
+///
+/// # Safety
+///
+/// See [`GemvR8Fn`].
+unsafe fn scalar_gemv_r8<W: QuantDot>(nb: usize, w: *const u8, act: &ActRow, out: &mut [f32; 8]) {
+    let bb = size_of::<W>();
+    let ab = size_of::<W::Activation>();
+    // SAFETY: the caller guarantees `nb` records of `8 · bb` bytes at `w` and `nb`
+    // activation blocks at `act.blocks`.
+    let (w, a) = unsafe {
+        (
+            std::slice::from_raw_parts(w, nb * 8 * bb),
+            std::slice::from_raw_parts(act.blocks, nb * ab),
+        )
+    };
+    let mut block = [0u8; 64];
+    for (r, o) in out.iter_mut().enumerate() {
+        let mut sum = 0f32;
+        for b in 0..nb {
+            // Offsets within this group (row r of the group's first row block).
+            let (s, q) = quant::block_offsets(r, b, nb, bb);
+            block[..2].copy_from_slice(&w[s..s + 2]);
+            block[2..bb].copy_from_slice(&w[q..q + bb - 2]);
+            // Whole blocks of matching formats: the reference cannot fail.
+            sum += quant::vec_dot(W::DTYPE, &block[..bb], &a[b * ab..(b + 1) * ab])
+                .unwrap_or(f32::NAN);
+        }
+        *o = sum;
+    }
+}
+
 /// The portable table: ggml's scalar algorithms from `tempra_tensor::quant`.
 pub(crate) const SCALAR: QuantKernels = QuantKernels {
     name: "scalar",
@@ -133,7 +161,10 @@ pub(crate) const SCALAR: QuantKernels = QuantKernels {
         Some(scalar_dot::<quant::BlockQ5K>),
         Some(scalar_dot::<quant::BlockQ6K>),
     ],
-    gemv8: [None; 10],
+    interleaved: [
+        scalar_gemv_r8::<quant::BlockQ4_0>,
+        scalar_gemv_r8::<quant::BlockQ8_0>,
+    ],
 };
 
 /// The AVX2 (+FMA, F16C) table if this CPU has those features.

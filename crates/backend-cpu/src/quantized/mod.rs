@@ -4,13 +4,17 @@
 //!
 //! - One row (decode, GEMV): the row is quantized once and shared; tasks split the
 //!   weight rows, so the weights are read exactly once, in order.
+//! - Row-interleaved weights ([`tempra_tensor::DType::Q4_0R8`], `Q8_0R8`, made at load
+//!   by [`crate::prepare`]): tasks split the groups of eight rows; each group is one
+//!   sequential stream that one kernel call turns into eight outputs per input row.
 //! - Many rows (prefill, GEMM): every row is quantized once; tasks split the weight rows;
 //!   within a task, blocks of weight rows meet blocks of activation rows that fit in L2,
 //!   and each weight row is unpacked once per group of [`ROWS_PER_DOT`] activation rows.
 //!
 //! Scratch: one pool lease per call holding the quantized activation rows
-//! (`rows × K / block_len` activation blocks) plus, for a strided input, one row of K
-//! f32s to gather it into before quantizing.
+//! (`rows × K / block_len` activation blocks), for interleaved weights each block's
+//! scale and sum (8 bytes per block), and for a strided input one row of K f32s to
+//! gather it into before quantizing.
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
@@ -21,7 +25,7 @@ mod probe;
 mod tests;
 
 use tempra_tensor::quant::vec_dot_dtype;
-use tempra_tensor::{DType, Result, Tensor, TensorError};
+use tempra_tensor::{Result, Tensor, TensorError};
 
 pub(crate) use kernels::{QuantKernels, SCALAR, avx2_kernels};
 
@@ -69,7 +73,13 @@ pub(crate) fn linear(
     const OP: &str = "linear";
     let wd = w.dtype();
     let act = vec_dot_dtype(wd);
-    let dot = kernels.dot(wd).ok_or(TensorError::DType {
+    // Row-interleaved weights: eight rows per kernel call (each group one stream).
+    let eight = if wd.row_group() > 1 {
+        kernels.gemv_r8(wd)
+    } else {
+        None
+    };
+    let dot = kernels.dot(wd.base_format()).ok_or(TensorError::DType {
         op: OP,
         dtype: wd,
         what: "a weight block format",
@@ -95,8 +105,7 @@ pub(crate) fn linear(
     // input only) | quantized rows], so the f32/i32 parts stay 4-byte aligned.
     let act_row_bytes = blocks * a_bytes_per_block;
     let x_step = x.layout().strides()[x_rank - 1];
-    let gemv8 = kernels.gemv8(wd).filter(|_| act == DType::Q8_0);
-    let stat_bytes = if gemv8.is_some() {
+    let stat_bytes = if eight.is_some() {
         rows * blocks * 8
     } else {
         0
@@ -129,7 +138,7 @@ pub(crate) fn linear(
         bytemuck::cast_slice_mut(scales),
         bytemuck::cast_slice_mut(sums),
     );
-    if gemv8.is_some() {
+    if eight.is_some() {
         q8_0_block_stats(acts, scales, sums);
     }
     let acts: &[u8] = acts;
@@ -143,7 +152,7 @@ pub(crate) fn linear(
             reason: "rows run past the storage".into(),
         });
     }
-    if let Some(gemv8) = gemv8 {
+    if let Some(eight) = eight {
         let (scales, sums): (&[f32], &[i32]) = (scales, sums);
         let acts = ActRows {
             acts,
@@ -157,12 +166,14 @@ pub(crate) fn linear(
             let mut dots = [0f32; 8];
             for group in range {
                 let j = group * 8;
+                // An interleaved group is the same bytes as its eight rows (the facade
+                // checked that the tensor is contiguous and whole groups).
                 let w_group = w_bytes[j * w_row_stride..].as_ptr();
                 for t in 0..rows {
-                    // SAFETY: `gemv8` was chosen for this CPU's features; rows `j..j + 8`
-                    // lie inside the weight storage (checked above) and `acts.row(t)`
-                    // holds `blocks` activation blocks, scales and sums.
-                    unsafe { gemv8(blocks, w_group, w_row_stride, &acts.row(t), &mut dots) };
+                    // SAFETY: the kernel was chosen for this CPU's features; rows (or the
+                    // group) `j..j + 8` lie inside the weight storage (checked above)
+                    // and `acts.row(t)` holds `blocks` activation blocks, scales, sums.
+                    unsafe { eight(blocks, w_group, &acts.row(t), &mut dots) };
                     for (i, &v) in dots.iter().enumerate() {
                         // SAFETY: element (t, j + i) of the `rows × n` output; columns
                         // `j..j + 8` belong to this task alone.

@@ -106,78 +106,6 @@ fn prefill_int8_vs_dequantized_gemm() {
 
 #[test]
 #[ignore]
-fn gemv8_vs_one_row_dots_in_cache() {
-    use super::kernels::ActRow;
-
-    let kernels = best_kernels();
-    let (k, rows) = (2048usize, 64usize);
-    let nb = k / 32;
-    for dtype in [DType::Q4_0, DType::Q8_0] {
-        let Some(gemv8) = kernels.gemv8(dtype) else {
-            continue;
-        };
-        let dot = kernels.dot(dtype).unwrap();
-        let vals: Vec<f32> = (0..rows * k)
-            .map(|i| ((i * 7919) % 113) as f32 / 50.0 - 1.1)
-            .collect();
-        let mut w = vec![0u8; dtype.bytes_for(rows * k).unwrap()];
-        quantize_row(dtype, &vals, &mut w).unwrap();
-        let mut a = vec![0u8; DType::Q8_0.bytes_for(k).unwrap()];
-        quantize_row(DType::Q8_0, &vals[..k], &mut a).unwrap();
-        let scales: Vec<f32> = a
-            .chunks_exact(34)
-            .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
-            .collect();
-        let sums: Vec<i32> = a
-            .chunks_exact(34)
-            .map(|b| b[2..].iter().map(|&q| q as i8 as i32).sum())
-            .collect();
-        let act = ActRow {
-            blocks: a.as_ptr(),
-            scales: scales.as_ptr(),
-            sums: sums.as_ptr(),
-        };
-        let wrow = dtype.bytes_for(k).unwrap();
-        let reps = 400;
-        let time = |f: &dyn Fn()| {
-            (0..7)
-                .map(|_| {
-                    let t = Instant::now();
-                    for _ in 0..reps {
-                        f();
-                    }
-                    t.elapsed().as_secs_f64()
-                })
-                .fold(f64::INFINITY, f64::min)
-        };
-        let one = time(&|| {
-            let mut out = [0f32; 1];
-            for j in 0..rows {
-                // SAFETY: `nb` blocks per row, kernels match this CPU.
-                unsafe { dot(nb, w[j * wrow..].as_ptr(), &[a.as_ptr()], &mut out) };
-                std::hint::black_box(out);
-            }
-        });
-        let eight = time(&|| {
-            let mut out = [0f32; 8];
-            for j in (0..rows).step_by(8) {
-                // SAFETY: eight rows of `nb` blocks, kernels match this CPU.
-                unsafe { gemv8(nb, w[j * wrow..].as_ptr(), wrow, &act, &mut out) };
-                std::hint::black_box(out);
-            }
-        });
-        let blocks = (reps * rows * nb) as f64;
-        println!(
-            "{dtype}: one-row dots {:.2} ns/block, eight-row GEMV {:.2} ns/block ({:.2}x)",
-            one / blocks * 1e9,
-            eight / blocks * 1e9,
-            one / eight
-        );
-    }
-}
-
-#[test]
-#[ignore]
 fn decode_gemv_out_of_cache() {
     use tempra_tensor::tempra_pool::HostPool;
     use tempra_tensor::{Layout, Shape, Storage, Tensor};
@@ -215,18 +143,23 @@ fn decode_gemv_out_of_cache() {
                 .unwrap()
             })
             .collect();
+        let prepared: Vec<Tensor> = ws
+            .iter()
+            .map(|w| {
+                crate::prepare::prepare_weight(&backend.products(), w)
+                    .unwrap()
+                    .unwrap_or_else(|| w.clone())
+            })
+            .collect();
         let mut out = Tensor::owned_zeros(&[1, n], DType::F32).unwrap();
         let mut line = format!("{dtype} decode {n}x{k} x{mats}, {threads} thread(s):");
         for round in 0..2 {
-            for (label, gemv8) in [("one-row dots", false), ("eight-row GEMV", true)] {
-                let mut products = backend.products();
-                if !gemv8 {
-                    products.quant = products.quant.without_gemv8();
-                }
+            for (label, weights) in [("row-major", &ws), ("interleaved", &prepared)] {
+                let products = backend.products();
                 let best = (0..5)
                     .map(|_| {
                         let t = Instant::now();
-                        for w in &ws {
+                        for w in weights {
                             crate::linear::linear(&products, &x, w, None, &mut out).unwrap();
                         }
                         t.elapsed().as_secs_f64()

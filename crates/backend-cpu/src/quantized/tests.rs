@@ -28,6 +28,13 @@ fn tables() -> Vec<QuantKernels> {
     t
 }
 
+/// Each Q8_0 block's scale and `Σ qs`, as the GEMV kernels take them.
+pub(super) fn block_stats(aq: &[u8]) -> (Vec<f32>, Vec<i32>) {
+    let (mut scales, mut sums) = (vec![0f32; aq.len() / 34], vec![0i32; aq.len() / 34]);
+    super::q8_0_block_stats(aq, &mut scales, &mut sums);
+    (scales, sums)
+}
+
 fn quantized(dtype: DType, values: &[f32]) -> Vec<u8> {
     let mut bytes = vec![0u8; dtype.bytes_for(values.len()).unwrap()];
     quantize_row(dtype, values, &mut bytes).unwrap();
@@ -109,73 +116,6 @@ fn unaligned_rows_give_the_same_dots() {
 }
 
 #[test]
-fn eight_row_gemv_matches_the_reference_vec_dot() {
-    let mut rng = SplitMix64::new(11);
-    for table in tables() {
-        for dtype in FORMATS {
-            let Some(gemv8) = table.gemv8(dtype) else {
-                continue;
-            };
-            for blocks in [1usize, 3, 64] {
-                let k = blocks * dtype.block_len();
-                let row_bytes = dtype.bytes_for(k).unwrap();
-                // Rows one byte apart from a block boundary: any alignment must work.
-                let stride = row_bytes + 1;
-                let mut wq = vec![0u8; 8 * stride + 1];
-                let mut rows = Vec::new();
-                for r in 0..8 {
-                    let w: Vec<f32> = (0..k)
-                        .map(|i| rng.next_normal() as f32 + if i % 29 == r { 3.0 } else { 0.0 })
-                        .collect();
-                    let q = quantized(dtype, &w);
-                    wq[1 + r * stride..1 + r * stride + row_bytes].copy_from_slice(&q);
-                    rows.push(q);
-                }
-                let a: Vec<f32> = (0..k).map(|_| rng.next_normal() as f32).collect();
-                let aq = quantized(DType::Q8_0, &a);
-                let scales: Vec<f32> = aq
-                    .chunks_exact(34)
-                    .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
-                    .collect();
-                let sums: Vec<i32> = aq
-                    .chunks_exact(34)
-                    .map(|b| b[2..].iter().map(|&q| q as i8 as i32).sum())
-                    .collect();
-                let act = super::kernels::ActRow {
-                    blocks: aq.as_ptr(),
-                    scales: scales.as_ptr(),
-                    sums: sums.as_ptr(),
-                };
-                let mut out = [0f32; 8];
-                // SAFETY: eight rows of `blocks` blocks at `stride`, `blocks` activation
-                // blocks, scales and sums; the table matches the CPU.
-                unsafe { gemv8(blocks, wq[1..].as_ptr(), stride, &act, &mut out) };
-                for (r, q) in rows.iter().enumerate() {
-                    let want = vec_dot(dtype, q, &aq).unwrap();
-                    let (mut wd, mut ad) = (vec![0f32; k], vec![0f32; k]);
-                    dequantize_row(dtype, q, &mut wd).unwrap();
-                    dequantize_row(DType::Q8_0, &aq, &mut ad).unwrap();
-                    let scale: f32 = wd.iter().zip(&ad).map(|(x, y)| (x * y).abs()).sum();
-                    assert!(
-                        (out[r] - want).abs() <= 1e-5 * scale + 1e-6,
-                        "{} {dtype} blocks={blocks} row {r}: {} vs {want}",
-                        table.name,
-                        out[r]
-                    );
-                }
-            }
-        }
-    }
-}
-
-#[test]
-fn the_avx2_table_has_an_eight_row_gemv_for_q4_0() {
-    if let Some(table) = avx2_kernels() {
-        assert!(table.gemv8(DType::Q4_0).is_some());
-    }
-}
-
-#[test]
 fn every_table_quantizes_activations_bit_exactly_like_the_reference() {
     let mut rng = SplitMix64::new(5);
     // Random rows, an all-zero block, and a block of exact ties (amax 127: d = 1, so
@@ -202,5 +142,58 @@ fn every_table_quantizes_activations_bit_exactly_like_the_reference() {
         // Errors come through unchanged.
         let mut short = vec![0u8; 10];
         assert!((table.quantize)(DType::Q8_0, &x[..32], &mut short).is_err());
+    }
+}
+
+#[test]
+fn interleaved_gemv_matches_the_reference_vec_dot() {
+    use tempra_tensor::quant::interleave_rows;
+
+    let mut rng = SplitMix64::new(13);
+    for table in tables() {
+        for dtype in [DType::Q4_0R8, DType::Q8_0R8] {
+            let base = dtype.base_format();
+            let gemv = table.gemv_r8(dtype).unwrap();
+            for blocks in [1usize, 3, 64] {
+                let k = blocks * 32;
+                let rows: Vec<Vec<u8>> = (0..8)
+                    .map(|r| {
+                        let w: Vec<f32> = (0..k)
+                            .map(|i| rng.next_normal() as f32 + if i % 29 == r { 3.0 } else { 0.0 })
+                            .collect();
+                        quantized(base, &w)
+                    })
+                    .collect();
+                let plain: Vec<u8> = rows.concat();
+                // One byte in: any alignment must work.
+                let mut packed = vec![0u8; plain.len() + 1];
+                interleave_rows(dtype, 8, k, &plain, &mut packed[1..]).unwrap();
+                let a: Vec<f32> = (0..k).map(|_| rng.next_normal() as f32).collect();
+                let aq = quantized(DType::Q8_0, &a);
+                let (scales, sums) = block_stats(&aq);
+                let act = super::kernels::ActRow {
+                    blocks: aq.as_ptr(),
+                    scales: scales.as_ptr(),
+                    sums: sums.as_ptr(),
+                };
+                let mut out = [0f32; 8];
+                // SAFETY: one group of `blocks` records, `blocks` activation blocks,
+                // scales and sums; the table matches the CPU.
+                unsafe { gemv(blocks, packed[1..].as_ptr(), &act, &mut out) };
+                for (r, q) in rows.iter().enumerate() {
+                    let want = vec_dot(base, q, &aq).unwrap();
+                    let (mut wd, mut ad) = (vec![0f32; k], vec![0f32; k]);
+                    dequantize_row(base, q, &mut wd).unwrap();
+                    dequantize_row(DType::Q8_0, &aq, &mut ad).unwrap();
+                    let scale: f32 = wd.iter().zip(&ad).map(|(x, y)| (x * y).abs()).sum();
+                    assert!(
+                        (out[r] - want).abs() <= 1e-5 * scale + 1e-6,
+                        "{} {dtype} blocks={blocks} row {r}: {} vs {want}",
+                        table.name,
+                        out[r]
+                    );
+                }
+            }
+        }
     }
 }

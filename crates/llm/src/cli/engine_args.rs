@@ -44,6 +44,10 @@ pub(crate) struct EngineArgs {
     /// Where the model runs.
     #[arg(long, value_enum, default_value = "cpu")]
     pub(crate) backend: BackendArg,
+    /// Keep the weights in the file's layout (by default the CPU copies Q4_0/Q8_0
+    /// matrices at load into rows interleaved by eight, for faster decode).
+    #[arg(long = "no-repack")]
+    pub(crate) no_repack: bool,
 }
 
 impl EngineArgs {
@@ -61,6 +65,7 @@ impl EngineArgs {
                 BackendArg::Cpu => BackendKind::Cpu,
                 BackendArg::Gpu => BackendKind::Gpu,
             },
+            prepare_weights: !self.no_repack,
         };
         let file = self.model.open()?;
         Model::from_file(file, &options).with_context(|| self.model.model.display().to_string())

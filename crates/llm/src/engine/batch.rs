@@ -61,7 +61,7 @@ pub fn step_batch(sessions: &mut [&mut Session], tokens: &[u32]) -> Result<Tenso
     let _guard = no_grad();
     let ag = model.autograd();
     let ctx = ag.ctx();
-    let weights = model.weights();
+    let weights = model.forward_weights();
     let starts: Vec<usize> = sessions.iter().map(|s| s.len()).collect();
     let positions: Vec<u32> = starts.iter().map(|&p| p as u32).collect();
     let positions = ctx.from_slice(&positions, &[n])?;

@@ -54,6 +54,11 @@ pub struct LoadOptions {
     pub kv_type: DType,
     /// The backend.
     pub backend: BackendKind,
+    /// Let the backend copy the matrices into the layout its `linear` reads fastest
+    /// (see [`ModelWeights::prepare_for_linear`]; on the CPU Q4_0/Q8_0 rows interleaved
+    /// by eight, about 2x the decode GEMV's read bandwidth). Default true; the copy
+    /// replaces those weights' file pages in memory.
+    pub prepare_weights: bool,
 }
 
 impl Default for LoadOptions {
@@ -64,6 +69,7 @@ impl Default for LoadOptions {
             context_length: None,
             kv_type: DType::F16,
             backend: BackendKind::Cpu,
+            prepare_weights: true,
         }
     }
 }
@@ -75,6 +81,8 @@ pub struct Model {
     file: ModelFile,
     config: ModelConfig,
     weights: ModelWeights,
+    /// `weights` with the backend's prepared matrices, when it prepared any.
+    prepared: Option<ModelWeights>,
     vocab: Vocabulary,
     autograd: Autograd,
     context_length: usize,
@@ -159,10 +167,21 @@ impl Model {
                 (ctx, 1)
             }
         };
+        let prepared = if options.prepare_weights && options.backend == BackendKind::Cpu {
+            // Each copy replaces the file's bytes of its weight: let their pages go.
+            weights.prepare_for_linear(&ctx, |original| {
+                if let Ok(bytes) = original.storage().host_bytes() {
+                    file.release_pages(bytes);
+                }
+            })?
+        } else {
+            None
+        };
         Ok(Arc::new(Model {
             file,
             config,
             weights,
+            prepared,
             vocab,
             autograd: Autograd::new(ctx),
             context_length,
@@ -235,9 +254,16 @@ impl Model {
         &self.config
     }
 
-    /// The weights.
+    /// The weights as the file holds them.
     pub fn weights(&self) -> &ModelWeights {
         &self.weights
+    }
+
+    /// The weights the forward pass reads: [`weights`](Self::weights) with the
+    /// matrices the backend prepared for `linear` (see
+    /// [`LoadOptions::prepare_weights`]). Only `linear` accepts the prepared ones.
+    pub fn forward_weights(&self) -> &ModelWeights {
+        self.prepared.as_ref().unwrap_or(&self.weights)
     }
 
     /// The vocabulary.

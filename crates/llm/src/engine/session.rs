@@ -135,7 +135,7 @@ impl Session {
         let logits = forward(
             model.autograd(),
             model.config(),
-            model.weights(),
+            model.forward_weights(),
             tokens,
             Some(&mut self.cache),
             rows,

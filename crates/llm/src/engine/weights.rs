@@ -1,7 +1,7 @@
 //! `ModelWeights`: every tensor of a transformer, looked up by GGUF name once at load.
 
 use tempra_autograd::Var;
-use tempra_tensor::Tensor;
+use tempra_tensor::{ExecContext, Tensor};
 
 use crate::error::{LlmError, Result};
 use crate::model_config::ModelConfig;
@@ -170,6 +170,51 @@ impl ModelWeights {
             rope_freqs: self.rope_freqs.clone(),
             layers,
         })
+    }
+
+    /// The same weights with the matrices only `linear` reads (attention and FFN
+    /// projections, an untied output head) in the layout `ctx`'s backend multiplies
+    /// fastest ([`ExecContext::prepare_weight`]: on the CPU, Q4_0 and Q8_0 rows
+    /// interleaved by eight), or `None` when the backend keeps every one as it is. The
+    /// token embedding and norms are shared, untouched. `replaced` is called with each
+    /// original right after its copy is made (the loader lets the original's file pages
+    /// go there, so no more than one weight is resident twice at any time).
+    pub fn prepare_for_linear(
+        &self,
+        ctx: &ExecContext,
+        mut replaced: impl FnMut(&Tensor),
+    ) -> Result<Option<ModelWeights>> {
+        let mut changed = false;
+        let mut prepare = |v: &Var| -> Result<Var> {
+            Ok(match ctx.prepare_weight(v.tensor())? {
+                Some(t) => {
+                    changed = true;
+                    replaced(v.tensor());
+                    Var::constant(t)
+                }
+                None => v.clone(),
+            })
+        };
+        let mut layers = Vec::with_capacity(self.layers.len());
+        for l in &self.layers {
+            layers.push(LayerWeights {
+                wq: prepare(&l.wq)?,
+                wk: prepare(&l.wk)?,
+                wv: prepare(&l.wv)?,
+                wo: prepare(&l.wo)?,
+                gate: prepare(&l.gate)?,
+                up: prepare(&l.up)?,
+                down: prepare(&l.down)?,
+                ..l.clone()
+            });
+        }
+        let output = self.output.as_ref().map(&mut prepare).transpose()?;
+        let prepared = ModelWeights {
+            output,
+            layers,
+            ..self.clone()
+        };
+        Ok(changed.then_some(prepared))
     }
 
     /// The output head (the token embedding when tied).

@@ -138,11 +138,28 @@ impl ExecContext {
                 });
             }
         }
+        crate::quant::check_interleaved_weight(OP, w)?;
         let mut shape = *x.shape();
         let last = shape.rank() - 1;
         shape.dims_mut()[last] = n;
         let mut out = self.alloc(OP, shape, dtype)?;
         self.backend.linear(x, w, bias, &mut out)?;
         Ok(out)
+    }
+
+    /// The weight `w [N, K]` in the layout this context's backend multiplies fastest in
+    /// [`linear`](Self::linear), or `None` when `w` is best kept as it is (see
+    /// [`Backend::prepare_weight`](crate::Backend::prepare_weight)). Only for weights
+    /// that are used by nothing but `linear`: the copy may be in a layout other ops
+    /// reject.
+    pub fn prepare_weight(&self, w: &Tensor) -> Result<Option<Tensor>> {
+        if w.rank() != 2 {
+            return Err(TensorError::Rank {
+                op: "prepare_weight",
+                rank: w.rank(),
+                what: "2 for the weight [N, K]",
+            });
+        }
+        self.backend.prepare_weight(w)
     }
 }

@@ -16,6 +16,7 @@
 //! they take raw bytes at any alignment, check every length and return a
 //! [`TensorError`] rather than panic.
 
+mod interleaved;
 mod q2_k;
 mod q3_k;
 mod q4_0;
@@ -33,6 +34,10 @@ mod scale_min_k4;
 mod scale_search;
 mod vec_dot;
 
+pub use interleaved::{
+    ROW_GROUP, SCALE_ROW_ORDER, block_offsets, check_interleaved_weight, deinterleave_rows,
+    interleave_rows,
+};
 pub use q2_k::BlockQ2K;
 pub use q3_k::BlockQ3K;
 pub use q4_0::BlockQ4_0;

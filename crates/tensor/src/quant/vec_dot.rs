@@ -46,9 +46,10 @@ pub trait QuantDot: QuantBlock {
 /// → Q8_K.
 ///
 /// The activation formats pair with themselves (Q8_1 → Q8_1, Q8_K → Q8_K), and so do the
-/// plain dtypes (F32 → F32, ...), for which no quantized dot product exists.
+/// plain dtypes (F32 → F32, ...), for which no quantized dot product exists. The
+/// row-interleaved layouts pair as their base format (Q4_0R8 → Q8_0).
 pub fn vec_dot_dtype(w: DType) -> DType {
-    match w {
+    match w.base_format() {
         DType::Q4_0 | DType::Q5_0 | DType::Q8_0 => DType::Q8_0,
         DType::Q4_1 | DType::Q5_1 | DType::Q8_1 => DType::Q8_1,
         DType::Q2K | DType::Q3K | DType::Q4K | DType::Q5K | DType::Q6K | DType::Q8K => DType::Q8K,

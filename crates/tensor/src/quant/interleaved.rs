@@ -1,0 +1,216 @@
+//! Row-interleaved layouts of the 32-value formats ([`DType::Q4_0R8`], [`DType::Q8_0R8`]):
+//! eight weight rows stored as one stream, so a GEMV that computes eight outputs at once
+//! reads one sequential run of memory instead of eight (the hardware prefetchers follow
+//! one stream far better; measured 2x the read bandwidth for Q4_0 decode on Zen 3).
+//!
+//! Layout of an `[N, K]` tensor (`N` a multiple of 8, `nb = K / 32` blocks per row): for
+//! each group `g` of rows `8g..8g + 8` and each block column `b`, a record of
+//! `8 · block_bytes` bytes, records in `(g, b)` order:
+//!
+//! - the eight f16 block scales, in the lane order [`SCALE_ROW_ORDER`] (rows
+//!   0, 2, 4, 6, 1, 3, 5, 7: the order a two-rows-per-vector `hadd` tree leaves the
+//!   eight sums in, so the kernel multiplies without a permute);
+//! - the eight rows' quant bytes (16 for Q4_0, 32 for Q8_0), rows in order 0..8.
+//!
+//! The bytes are those of the base format, only moved: the tensor has exactly the size
+//! of the original and dequantizes to exactly the same values.
+
+use crate::dtype::DType;
+use crate::error::{Result, TensorError};
+use crate::tensor::Tensor;
+
+/// Rows per interleaved group.
+pub const ROW_GROUP: usize = 8;
+
+/// Scale slot `i` of a record holds the scale of row `SCALE_ROW_ORDER[i]` of the group.
+pub const SCALE_ROW_ORDER: [usize; ROW_GROUP] = [0, 2, 4, 6, 1, 3, 5, 7];
+
+/// Checks `rows × row_len` of the interleaved `dtype` against two byte lengths and
+/// returns (blocks per row, base block bytes).
+fn check(
+    op: &'static str,
+    dtype: DType,
+    rows: usize,
+    row_len: usize,
+    lens: [usize; 2],
+) -> Result<(usize, usize)> {
+    if dtype.row_group() != ROW_GROUP {
+        return Err(TensorError::DType {
+            op,
+            dtype,
+            what: "a row-interleaved block format (q4_0_r8, q8_0_r8)",
+        });
+    }
+    let base = dtype.base_format();
+    if !rows.is_multiple_of(ROW_GROUP) || !row_len.is_multiple_of(base.block_len()) {
+        return Err(TensorError::Argument {
+            op,
+            name: "shape",
+            reason: format!(
+                "[{rows}, {row_len}]: rows must be a multiple of {ROW_GROUP} and the row \
+                 length of {}",
+                base.block_len()
+            ),
+        });
+    }
+    let nb = row_len / base.block_len();
+    let want = rows
+        .checked_mul(nb)
+        .and_then(|b| b.checked_mul(base.block_bytes()));
+    for len in lens {
+        if want != Some(len) {
+            return Err(TensorError::Argument {
+                op,
+                name: "bytes",
+                reason: format!("{len} bytes for [{rows}, {row_len}] of {base}, expected {want:?}"),
+            });
+        }
+    }
+    Ok((nb, base.block_bytes()))
+}
+
+/// Where block `b` of row `r` lies in interleaved bytes of `nb` blocks per row and
+/// `bb` base block bytes: (offset of its f16 scale, offset of its quants).
+pub fn block_offsets(r: usize, b: usize, nb: usize, bb: usize) -> (usize, usize) {
+    let (g, lane) = (r / ROW_GROUP, r % ROW_GROUP);
+    let record = (g * nb + b) * ROW_GROUP * bb;
+    let slot = SCALE_ROW_ORDER
+        .iter()
+        .position(|&row| row == lane)
+        .unwrap_or(0);
+    let quants = bb - 2;
+    (record + 2 * slot, record + 2 * ROW_GROUP + lane * quants)
+}
+
+/// Checks that a `linear` weight `w [N, K]` of a row-interleaved dtype is whole groups:
+/// contiguous, `N` a multiple of 8, starting on a group (kernels read it by groups).
+/// Any other dtype passes.
+///
+/// Errors: [`TensorError::Argument`] naming `op` and the weight.
+pub fn check_interleaved_weight(op: &'static str, w: &Tensor) -> Result<()> {
+    let group = w.dtype().row_group();
+    if group == 1 {
+        return Ok(());
+    }
+    let (n, k) = (w.dims()[0], w.dims().get(1).copied().unwrap_or(0));
+    let group_units = (group * k / w.dtype().block_len()).max(1);
+    if !w.layout().is_contiguous()
+        || !n.is_multiple_of(group)
+        || !w.layout().offset().is_multiple_of(group_units)
+    {
+        return Err(TensorError::Argument {
+            op,
+            name: "w",
+            reason: format!(
+                "a {} weight must be whole groups of {group} rows, contiguous",
+                w.dtype()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Interleaves `rows × row_len` values of the base format of `dtype` (`src`, rows as
+/// GGUF stores them) into `dst` in `dtype`'s layout.
+///
+/// Errors: `dtype` is not an interleaved format, `rows` is not a multiple of 8, or a
+/// byte length does not match the shape.
+pub fn interleave_rows(
+    dtype: DType,
+    rows: usize,
+    row_len: usize,
+    src: &[u8],
+    dst: &mut [u8],
+) -> Result<()> {
+    let (nb, bb) = check(
+        "interleave_rows",
+        dtype,
+        rows,
+        row_len,
+        [src.len(), dst.len()],
+    )?;
+    for_each_block(rows, nb, bb, |plain, (s, q)| {
+        dst[s..s + 2].copy_from_slice(&src[plain..plain + 2]);
+        dst[q..q + bb - 2].copy_from_slice(&src[plain + 2..plain + bb]);
+    });
+    Ok(())
+}
+
+/// The inverse of [`interleave_rows`]: `src` in `dtype`'s layout back to rows of its
+/// base format.
+///
+/// Errors: as [`interleave_rows`].
+pub fn deinterleave_rows(
+    dtype: DType,
+    rows: usize,
+    row_len: usize,
+    src: &[u8],
+    dst: &mut [u8],
+) -> Result<()> {
+    let (nb, bb) = check(
+        "deinterleave_rows",
+        dtype,
+        rows,
+        row_len,
+        [src.len(), dst.len()],
+    )?;
+    for_each_block(rows, nb, bb, |plain, (s, q)| {
+        dst[plain..plain + 2].copy_from_slice(&src[s..s + 2]);
+        dst[plain + 2..plain + bb].copy_from_slice(&src[q..q + bb - 2]);
+    });
+    Ok(())
+}
+
+/// Calls `f(offset in the row-major bytes, offsets in the interleaved bytes)` for every
+/// block of `rows` rows of `nb` blocks of `bb` bytes.
+fn for_each_block(rows: usize, nb: usize, bb: usize, mut f: impl FnMut(usize, (usize, usize))) {
+    for r in 0..rows {
+        for b in 0..nb {
+            f((r * nb + b) * bb, block_offsets(r, b, nb, bb));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::quant::{dequantize_row, quantize_row};
+
+    #[test]
+    fn round_trips_and_places_blocks_as_documented() {
+        for (dtype, base) in [(DType::Q4_0R8, DType::Q4_0), (DType::Q8_0R8, DType::Q8_0)] {
+            let (rows, k) = (16, 96);
+            let vals: Vec<f32> = (0..rows * k)
+                .map(|i| ((i * 7919) % 113) as f32 / 40.0 - 1.3)
+                .collect();
+            let mut plain = vec![0u8; base.bytes_for(rows * k).unwrap()];
+            quantize_row(base, &vals, &mut plain).unwrap();
+            let mut packed = vec![0u8; plain.len()];
+            interleave_rows(dtype, rows, k, &plain, &mut packed).unwrap();
+            assert_ne!(packed, plain);
+            let mut back = vec![0u8; plain.len()];
+            deinterleave_rows(dtype, rows, k, &packed, &mut back).unwrap();
+            assert_eq!(back, plain, "{dtype}");
+            // Row 9 (group 1, lane 1), block 2: its scale is slot 4 of record (1, 2).
+            let bb = base.block_bytes();
+            let record = (3 + 2) * 8 * bb;
+            let block = &plain[(9 * 3 + 2) * bb..(9 * 3 + 3) * bb];
+            assert_eq!(&packed[record + 8..record + 10], &block[..2]);
+            let q = record + 16 + (bb - 2);
+            assert_eq!(&packed[q..q + bb - 2], &block[2..]);
+            let mut vals_back = vec![0f32; rows * k];
+            dequantize_row(base, &back, &mut vals_back).unwrap();
+            assert!(vals_back.iter().all(|v| v.is_finite()));
+        }
+    }
+
+    #[test]
+    fn rejects_bad_shapes_and_formats() {
+        let mut dst = vec![0u8; 18 * 7];
+        let src = vec![0u8; 18 * 7];
+        assert!(interleave_rows(DType::Q4_0R8, 7, 32, &src, &mut dst).is_err());
+        assert!(interleave_rows(DType::Q4_0, 8, 32, &src, &mut dst).is_err());
+        assert!(interleave_rows(DType::Q4_0R8, 8, 32, &src, &mut dst).is_err());
+        assert!(deinterleave_rows(DType::Q8_0R8, 8, 33, &src, &mut dst).is_err());
+    }
+}
