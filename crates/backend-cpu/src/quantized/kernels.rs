@@ -24,14 +24,15 @@ pub(crate) struct ActRow {
     pub(crate) sums: *const i32,
 }
 
-/// `out[i] = Σ_blocks w_i · act` for the eight rows of one row-interleaved group
-/// ([`DType::Q4_0R8`] or [`DType::Q8_0R8`]) at `w`, `nb` records long, and one Q8_0
-/// activation row.
+/// `out[r][i] = Σ_blocks w_i · acts[r]` for the eight rows `w_i` of one row-interleaved
+/// group ([`DType::Q4_0R8`] or [`DType::Q8_0R8`]) at `w`, `nb` records long, and
+/// `acts.len()` (1..=4) Q8_0 activation rows.
 ///
-/// Safety contract of every `GemvR8Fn`: the CPU has the features the table was built
-/// for; `w` points to `nb` readable records of the group (any alignment); `act` points
-/// to `nb` readable Q8_0 blocks, `nb` scales and `nb` sums.
-pub(crate) type GemvR8Fn = unsafe fn(usize, *const u8, &ActRow, &mut [f32; 8]);
+/// Safety contract of every `GemmR8Fn`: the CPU has the features the table was built
+/// for; `w` points to `nb` readable records of the group (any alignment); each
+/// `acts[r]` points to `nb` readable Q8_0 blocks, `nb` scales and `nb` sums;
+/// `out.len() == acts.len()`.
+pub(crate) type GemmR8Fn = unsafe fn(usize, *const u8, &[ActRow], &mut [[f32; 8]]);
 
 /// Quantizes one f32 row into blocks of the given activation dtype.
 pub(crate) type QuantizeFn = fn(DType, &[f32], &mut [u8]) -> Result<()>;
@@ -45,7 +46,7 @@ pub(crate) struct QuantKernels {
     /// The activation quantizer.
     pub(crate) quantize: QuantizeFn,
     dots: [Option<DotFn>; 10],
-    interleaved: [GemvR8Fn; 2],
+    interleaved: [GemmR8Fn; 2],
 }
 
 /// The row-interleaved formats, in table order.
@@ -74,16 +75,16 @@ impl QuantKernels {
             .and_then(|i| self.dots[i])
     }
 
-    /// The GEMV for one group of a row-interleaved `dtype` (every table has one).
-    pub(crate) fn gemv_r8(&self, dtype: DType) -> Option<GemvR8Fn> {
+    /// The product for one group of a row-interleaved `dtype` (every table has one).
+    pub(crate) fn gemm_r8(&self, dtype: DType) -> Option<GemmR8Fn> {
         INTERLEAVED
             .iter()
             .position(|&d| d == dtype)
             .map(|i| self.interleaved[i])
     }
 
-    /// This table with the row-interleaved GEMVs replaced (Q4_0R8, Q8_0R8).
-    pub(crate) fn with_interleaved(mut self, q4_0: GemvR8Fn, q8_0: GemvR8Fn) -> Self {
+    /// This table with the row-interleaved products replaced (Q4_0R8, Q8_0R8).
+    pub(crate) fn with_interleaved(mut self, q4_0: GemmR8Fn, q8_0: GemmR8Fn) -> Self {
         self.interleaved = [q4_0, q8_0];
         self
     }
@@ -111,37 +112,40 @@ unsafe fn scalar_dot<W: QuantDot>(nb: usize, w: *const u8, acts: &[*const u8], o
     }
 }
 
-/// The reference GEMV over one row-interleaved group: each block is gathered back to
-/// its base format and dotted by [`quant::vec_dot`], accumulated per block in f32 as
+/// The reference product over one row-interleaved group: each block is gathered back
+/// to its base format and dotted by [`quant::vec_dot`], accumulated per block in f32 as
 /// the reference does.
 ///
 /// # Safety
 ///
-/// See [`GemvR8Fn`].
-unsafe fn scalar_gemv_r8<W: QuantDot>(nb: usize, w: *const u8, act: &ActRow, out: &mut [f32; 8]) {
+/// See [`GemmR8Fn`].
+unsafe fn scalar_gemm_r8<W: QuantDot>(
+    nb: usize,
+    w: *const u8,
+    acts: &[ActRow],
+    out: &mut [[f32; 8]],
+) {
     let bb = size_of::<W>();
     let ab = size_of::<W::Activation>();
-    // SAFETY: the caller guarantees `nb` records of `8 · bb` bytes at `w` and `nb`
-    // activation blocks at `act.blocks`.
-    let (w, a) = unsafe {
-        (
-            std::slice::from_raw_parts(w, nb * 8 * bb),
-            std::slice::from_raw_parts(act.blocks, nb * ab),
-        )
-    };
+    // SAFETY: the caller guarantees `nb` records of `8 · bb` bytes at `w`.
+    let w = unsafe { std::slice::from_raw_parts(w, nb * 8 * bb) };
     let mut block = [0u8; 64];
-    for (r, o) in out.iter_mut().enumerate() {
-        let mut sum = 0f32;
-        for b in 0..nb {
-            // Offsets within this group (row r of the group's first row block).
-            let (s, q) = quant::block_offsets(r, b, nb, bb);
-            block[..2].copy_from_slice(&w[s..s + 2]);
-            block[2..bb].copy_from_slice(&w[q..q + bb - 2]);
-            // Whole blocks of matching formats: the reference cannot fail.
-            sum += quant::vec_dot(W::DTYPE, &block[..bb], &a[b * ab..(b + 1) * ab])
-                .unwrap_or(f32::NAN);
+    for (act, out) in acts.iter().zip(out) {
+        // SAFETY: the caller guarantees `nb` activation blocks at `act.blocks`.
+        let a = unsafe { std::slice::from_raw_parts(act.blocks, nb * ab) };
+        for (r, o) in out.iter_mut().enumerate() {
+            let mut sum = 0f32;
+            for b in 0..nb {
+                // Offsets within this group (row r of the group's first row block).
+                let (s, q) = quant::block_offsets(r, b, nb, bb);
+                block[..2].copy_from_slice(&w[s..s + 2]);
+                block[2..bb].copy_from_slice(&w[q..q + bb - 2]);
+                // Whole blocks of matching formats: the reference cannot fail.
+                sum += quant::vec_dot(W::DTYPE, &block[..bb], &a[b * ab..(b + 1) * ab])
+                    .unwrap_or(f32::NAN);
+            }
+            *o = sum;
         }
-        *o = sum;
     }
 }
 
@@ -162,8 +166,8 @@ pub(crate) const SCALAR: QuantKernels = QuantKernels {
         Some(scalar_dot::<quant::BlockQ6K>),
     ],
     interleaved: [
-        scalar_gemv_r8::<quant::BlockQ4_0>,
-        scalar_gemv_r8::<quant::BlockQ8_0>,
+        scalar_gemm_r8::<quant::BlockQ4_0>,
+        scalar_gemm_r8::<quant::BlockQ8_0>,
     ],
 };
 

@@ -25,7 +25,7 @@ mod probe;
 mod tests;
 
 use tempra_tensor::quant::vec_dot_dtype;
-use tempra_tensor::{Result, Tensor, TensorError};
+use tempra_tensor::{DType, Result, Tensor, TensorError};
 
 pub(crate) use kernels::{QuantKernels, SCALAR, avx2_kernels};
 
@@ -75,7 +75,7 @@ pub(crate) fn linear(
     let act = vec_dot_dtype(wd);
     // Row-interleaved weights: eight rows per kernel call (each group one stream).
     let eight = if wd.row_group() > 1 {
-        kernels.gemv_r8(wd)
+        kernels.gemm_r8(wd)
     } else {
         None
     };
@@ -162,22 +162,37 @@ pub(crate) fn linear(
             blocks,
         };
         let groups = n / 8;
+        let act_rows_per_block =
+            (ACT_BLOCK_BYTES / act_row_bytes).max(ROWS_PER_DOT) / ROWS_PER_DOT * ROWS_PER_DOT;
         let task8 = |range: std::ops::Range<usize>| {
-            let mut dots = [0f32; 8];
-            for group in range {
-                let j = group * 8;
-                // An interleaved group is the same bytes as its eight rows (the facade
-                // checked that the tensor is contiguous and whole groups).
-                let w_group = w_bytes[j * w_row_stride..].as_ptr();
-                for t in 0..rows {
-                    // SAFETY: the kernel was chosen for this CPU's features; rows (or the
-                    // group) `j..j + 8` lie inside the weight storage (checked above)
-                    // and `acts.row(t)` holds `blocks` activation blocks, scales, sums.
-                    unsafe { eight(blocks, w_group, &acts.row(t), &mut dots) };
-                    for (i, &v) in dots.iter().enumerate() {
-                        // SAFETY: element (t, j + i) of the `rows × n` output; columns
-                        // `j..j + 8` belong to this task alone.
-                        unsafe { *out_ptr.ptr().add(t * n + j + i) = v };
+            let mut dots = [[0f32; 8]; ROWS_PER_DOT];
+            let mut tile = [acts.row(0); ROWS_PER_DOT];
+            // Activation rows in blocks that stay in L2 while the task's groups sweep
+            // over them; each weight block is unpacked once per tile of 4 rows.
+            for r0 in (0..rows).step_by(act_rows_per_block) {
+                let r1 = (r0 + act_rows_per_block).min(rows);
+                for group in range.clone() {
+                    let j = group * 8;
+                    // An interleaved group is the same bytes as its eight rows (the
+                    // layout is contiguous whole groups, checked by `linear`).
+                    let w_group = w_bytes[j * w_row_stride..].as_ptr();
+                    for t in (r0..r1).step_by(ROWS_PER_DOT) {
+                        let count = (r1 - t).min(ROWS_PER_DOT);
+                        for (i, row) in tile[..count].iter_mut().enumerate() {
+                            *row = acts.row(t + i);
+                        }
+                        // SAFETY: the kernel was chosen for this CPU's features; the
+                        // group's `blocks` records lie inside the weight storage (checked
+                        // above) and each tile row holds `blocks` activation blocks,
+                        // scales and sums.
+                        unsafe { eight(blocks, w_group, &tile[..count], &mut dots[..count]) };
+                        for (i, row) in dots[..count].iter().enumerate() {
+                            for (c, &v) in row.iter().enumerate() {
+                                // SAFETY: element (t + i, j + c) of the `rows × n` output;
+                                // columns `j..j + 8` belong to this task alone.
+                                unsafe { *out_ptr.ptr().add((t + i) * n + j + c) = v };
+                            }
+                        }
                     }
                 }
             }
@@ -190,18 +205,6 @@ pub(crate) fn linear(
             g.par.parallel_for(groups, min_groups, &task8);
         } else if groups > 0 {
             task8(0..groups);
-        }
-        // The last `n % 8` weight rows: one-row dot products.
-        let acts = acts.acts;
-        let mut dots = [0f32; 1];
-        for j in groups * 8..n {
-            let w_row = &w_bytes[j * w_row_stride..j * w_row_stride + w_row_bytes];
-            for t in 0..rows {
-                let a = [acts[t * act_row_bytes..(t + 1) * act_row_bytes].as_ptr()];
-                // SAFETY: as for the generic path below.
-                unsafe { dot(blocks, w_row.as_ptr(), &a, &mut dots) };
-                out_slice_write(out_ptr, t * n + j, dots[0]);
-            }
         }
         drop(lease);
         return add_bias(bias, out_slice, n);
@@ -247,11 +250,14 @@ pub(crate) fn linear(
     add_bias(bias, out_slice, n)
 }
 
-/// Writes `v` at element `index` of the output.
-fn out_slice_write(out: OutRows, index: usize, v: f32) {
-    // SAFETY: callers pass an index inside the `rows × n` output that no running task
-    // writes (the tasks have finished).
-    unsafe { *out.ptr().add(index) = v };
+/// Whether `linear` with `dtype` weights runs the integer products at every row count,
+/// prefill included, instead of switching to dequantize-while-packing plus the f32 GEMM
+/// from `Products::dequant_gemm_rows` rows on. Measured at 512 × 2048 × 2048, 1 thread
+/// (`cargo test --release -p tempra-backend-cpu --lib prefill_int8 -- --ignored
+/// --nocapture`): Q4_0R8 int8 111 GFLOP/s vs 53 dequantized; Q8_0R8 41 vs 50 (its
+/// sign trick and eight-row reduction cost more than the nibbles'), so only Q4_0R8.
+pub(crate) fn int8_at_any_rows(dtype: DType) -> bool {
+    dtype == DType::Q4_0R8
 }
 
 /// Quantized activation rows (Q8_0) with their per-block scales and sums.

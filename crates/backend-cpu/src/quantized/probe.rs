@@ -85,14 +85,25 @@ fn prefill_int8_vs_dequantized_gemm() {
             Layout::contiguous(Shape::new(&[n, k]).unwrap(), dtype).unwrap(),
         )
         .unwrap();
-        for (label, rows) in [("int8 dots", usize::MAX), ("dequant+gemm", 1)] {
+        let prepared = crate::prepare::prepare_weight(&backend.products(), &w).unwrap();
+        for (label, rows, interleaved) in [
+            ("int8 dots", usize::MAX, false),
+            ("dequant+gemm", 1, false),
+            ("interleaved int8", usize::MAX, true),
+            ("interleaved dequant+gemm", 1, true),
+        ] {
+            let w = match (&prepared, interleaved) {
+                (Some(p), true) => p,
+                (None, true) => continue,
+                _ => &w,
+            };
             let mut products = backend.products();
             products.dequant_gemm_rows = rows;
             let mut out = Tensor::owned_zeros(&[m, n], DType::F32).unwrap();
             let best = (0..3)
                 .map(|_| {
                     let t = Instant::now();
-                    crate::linear::linear(&products, &x, &w, None, &mut out).unwrap();
+                    crate::linear::linear(&products, &x, w, None, &mut out).unwrap();
                     t.elapsed().as_secs_f64()
                 })
                 .fold(f64::INFINITY, f64::min);

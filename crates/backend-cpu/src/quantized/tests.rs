@@ -146,14 +146,14 @@ fn every_table_quantizes_activations_bit_exactly_like_the_reference() {
 }
 
 #[test]
-fn interleaved_gemv_matches_the_reference_vec_dot() {
+fn interleaved_products_match_the_reference_vec_dot() {
     use tempra_tensor::quant::interleave_rows;
 
     let mut rng = SplitMix64::new(13);
     for table in tables() {
         for dtype in [DType::Q4_0R8, DType::Q8_0R8] {
             let base = dtype.base_format();
-            let gemv = table.gemv_r8(dtype).unwrap();
+            let gemm = table.gemm_r8(dtype).unwrap();
             for blocks in [1usize, 3, 64] {
                 let k = blocks * 32;
                 let rows: Vec<Vec<u8>> = (0..8)
@@ -168,30 +168,49 @@ fn interleaved_gemv_matches_the_reference_vec_dot() {
                 // One byte in: any alignment must work.
                 let mut packed = vec![0u8; plain.len() + 1];
                 interleave_rows(dtype, 8, k, &plain, &mut packed[1..]).unwrap();
-                let a: Vec<f32> = (0..k).map(|_| rng.next_normal() as f32).collect();
-                let aq = quantized(DType::Q8_0, &a);
-                let (scales, sums) = block_stats(&aq);
-                let act = super::kernels::ActRow {
-                    blocks: aq.as_ptr(),
-                    scales: scales.as_ptr(),
-                    sums: sums.as_ptr(),
-                };
-                let mut out = [0f32; 8];
-                // SAFETY: one group of `blocks` records, `blocks` activation blocks,
-                // scales and sums; the table matches the CPU.
-                unsafe { gemv(blocks, packed[1..].as_ptr(), &act, &mut out) };
-                for (r, q) in rows.iter().enumerate() {
-                    let want = vec_dot(base, q, &aq).unwrap();
-                    let (mut wd, mut ad) = (vec![0f32; k], vec![0f32; k]);
-                    dequantize_row(base, q, &mut wd).unwrap();
-                    dequantize_row(DType::Q8_0, &aq, &mut ad).unwrap();
-                    let scale: f32 = wd.iter().zip(&ad).map(|(x, y)| (x * y).abs()).sum();
-                    assert!(
-                        (out[r] - want).abs() <= 1e-5 * scale + 1e-6,
-                        "{} {dtype} blocks={blocks} row {r}: {} vs {want}",
-                        table.name,
-                        out[r]
-                    );
+                let act_rows: Vec<Vec<u8>> = (0..4)
+                    .map(|_| {
+                        let a: Vec<f32> = (0..k).map(|_| rng.next_normal() as f32).collect();
+                        quantized(DType::Q8_0, &a)
+                    })
+                    .collect();
+                let stats: Vec<_> = act_rows.iter().map(|aq| block_stats(aq)).collect();
+                let acts: Vec<_> = act_rows
+                    .iter()
+                    .zip(&stats)
+                    .map(|(aq, (scales, sums))| super::kernels::ActRow {
+                        blocks: aq.as_ptr(),
+                        scales: scales.as_ptr(),
+                        sums: sums.as_ptr(),
+                    })
+                    .collect();
+                for count in 1..=4 {
+                    let mut out = [[0f32; 8]; 4];
+                    // SAFETY: one group of `blocks` records; `count` activation rows of
+                    // `blocks` blocks, scales and sums; the table matches the CPU.
+                    unsafe {
+                        gemm(
+                            blocks,
+                            packed[1..].as_ptr(),
+                            &acts[..count],
+                            &mut out[..count],
+                        )
+                    };
+                    for (t, aq) in act_rows[..count].iter().enumerate() {
+                        for (r, q) in rows.iter().enumerate() {
+                            let want = vec_dot(base, q, aq).unwrap();
+                            let (mut wd, mut ad) = (vec![0f32; k], vec![0f32; k]);
+                            dequantize_row(base, q, &mut wd).unwrap();
+                            dequantize_row(DType::Q8_0, aq, &mut ad).unwrap();
+                            let scale: f32 = wd.iter().zip(&ad).map(|(x, y)| (x * y).abs()).sum();
+                            assert!(
+                                (out[t][r] - want).abs() <= 1e-5 * scale + 1e-6,
+                                "{} {dtype} blocks={blocks} rows={count} act {t} row {r}: {} vs {want}",
+                                table.name,
+                                out[t][r]
+                            );
+                        }
+                    }
                 }
             }
         }

@@ -1,6 +1,7 @@
-//! AVX2 GEMV over the row-interleaved layouts ([`DType::Q4_0R8`], [`DType::Q8_0R8`]):
-//! eight weight rows against one Q8_0 activation row, reading one sequential stream
-//! (the layout is described in `tempra_tensor::quant::interleaved`).
+//! AVX2 products over the row-interleaved layouts ([`DType::Q4_0R8`], [`DType::Q8_0R8`]):
+//! eight weight rows against one to four Q8_0 activation rows, reading one sequential
+//! stream (the layout is described in `tempra_tensor::quant::interleaved`). One row is
+//! the decode GEMV; more rows (prefill) reuse each unpacked weight block for every row.
 //!
 //! Per block column the eight rows' integer sums are folded into one vector by a `hadd`
 //! tree that leaves them in the layout's scale order (rows 0, 2, 4, 6, 1, 3, 5, 7), so
@@ -14,14 +15,14 @@ use std::arch::x86_64::*;
 
 use tempra_tensor::quant::SCALE_ROW_ORDER;
 
-use super::q4_0_eight_row_sums;
-use crate::quantized::kernels::{ActRow, GemvR8Fn};
+use super::{q4_0_eight_row_sums, r8_dispatch};
+use crate::quantized::kernels::{ActRow, GemmR8Fn};
 
-/// Q4_0R8 weights × a Q8_0 activation row.
-pub(super) const GEMV_Q4_0_R8: GemvR8Fn = gemv_q4_0_r8;
+/// Q4_0R8 weights × one to four Q8_0 activation rows.
+pub(super) const GEMM_Q4_0_R8: GemmR8Fn = r8_dispatch!(gemm_q4_0_r8);
 
-/// Q8_0R8 weights × a Q8_0 activation row.
-pub(super) const GEMV_Q8_0_R8: GemvR8Fn = gemv_q8_0_r8;
+/// Q8_0R8 weights × one to four Q8_0 activation rows.
+pub(super) const GEMM_Q8_0_R8: GemmR8Fn = r8_dispatch!(gemm_q8_0_r8);
 
 /// How far ahead of the current record the stream is prefetched (measured on Zen 3:
 /// none 9.5 GB/s, 512 B 10.2, 2 KiB 11.7 at one thread on 2048 × 5632 Q4_0).
@@ -40,95 +41,103 @@ fn prefetch_ahead<const LINES: usize>(p: *const u8) {
     }
 }
 
-/// The eight f16 scales at `p` as f32, times the activation scale `a`.
-///
-/// # Safety
-///
-/// 16 readable bytes at `p`; F16C present.
+/// Writes each accumulator's lanes (scale order) to the rows they belong to.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn scales(p: *const u8, a: f32) -> __m256 {
-    // SAFETY: 16 readable bytes.
-    let h = unsafe { _mm_loadu_si128(p as *const __m128i) };
-    _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(a))
-}
-
-/// Writes the accumulator's lanes (scale order) to the rows they belong to.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-fn store_rows(acc: __m256, out: &mut [f32; 8]) {
-    let mut lanes = [0f32; 8];
-    // SAFETY: 8 writable f32s.
-    unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), acc) };
-    for (lane, &row) in SCALE_ROW_ORDER.iter().enumerate() {
-        out[row] = lanes[lane];
+fn store_rows<const R: usize>(acc: &[__m256; R], out: &mut [[f32; 8]]) {
+    for (acc, out) in acc.iter().zip(out) {
+        let mut lanes = [0f32; 8];
+        // SAFETY: 8 writable f32s.
+        unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), *acc) };
+        for (lane, &row) in SCALE_ROW_ORDER.iter().enumerate() {
+            out[row] = lanes[lane];
+        }
     }
 }
 
 /// # Safety
 ///
-/// See [`GemvR8Fn`].
+/// See [`GemmR8Fn`]; `acts.len() >= R`.
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn gemv_q4_0_r8(nb: usize, w: *const u8, act: &ActRow, out: &mut [f32; 8]) {
+unsafe fn gemm_q4_0_r8<const R: usize>(
+    nb: usize,
+    w: *const u8,
+    acts: &[ActRow],
+    out: &mut [[f32; 8]],
+) {
     const RECORD: usize = 8 * 18;
     const AB: usize = 34;
-    let mut acc = _mm256_setzero_ps();
+    let mut acc = [_mm256_setzero_ps(); R];
     for b in 0..nb {
-        // SAFETY: record `b < nb` of the group and block `b` of the activation row with
-        // its scale and sum (the `GemvR8Fn` contract).
+        // SAFETY: record `b < nb` of the group and block `b` of each activation row with
+        // its scale and sum (the `GemmR8Fn` contract).
         unsafe {
             let record = w.add(b * RECORD);
             prefetch_ahead::<3>(record);
             // Rows 2p (low 128 bits) and 2p + 1 (high 128 bits).
-            let rows = std::array::from_fn(|p| {
+            let rows: [__m256i; 4] = std::array::from_fn(|p| {
                 _mm256_loadu_si256(record.add(16 + 32 * p) as *const __m256i)
             });
-            let sums = q4_0_eight_row_sums(rows, act.blocks.add(b * AB + 2), *act.sums.add(b));
-            let d = scales(record, *act.scales.add(b));
-            acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sums), acc);
+            let w_scales = _mm256_cvtph_ps(_mm_loadu_si128(record as *const __m128i));
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let act = acts.get_unchecked(r);
+                let sums = q4_0_eight_row_sums(rows, act.blocks.add(b * AB + 2), *act.sums.add(b));
+                let d = _mm256_mul_ps(w_scales, _mm256_set1_ps(*act.scales.add(b)));
+                *acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sums), *acc);
+            }
         }
     }
-    store_rows(acc, out);
+    store_rows(&acc, out);
 }
 
 /// # Safety
 ///
-/// See [`GemvR8Fn`].
+/// See [`GemmR8Fn`]; `acts.len() >= R`.
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn gemv_q8_0_r8(nb: usize, w: *const u8, act: &ActRow, out: &mut [f32; 8]) {
+unsafe fn gemm_q8_0_r8<const R: usize>(
+    nb: usize,
+    w: *const u8,
+    acts: &[ActRow],
+    out: &mut [[f32; 8]],
+) {
     const RECORD: usize = 8 * 34;
     const AB: usize = 34;
     let ones = _mm256_set1_epi16(1);
-    let mut acc = _mm256_setzero_ps();
+    let mut acc = [_mm256_setzero_ps(); R];
     for b in 0..nb {
-        // SAFETY: as in `gemv_q4_0_r8`.
+        // SAFETY: as in `gemm_q4_0_r8`.
         unsafe {
             let record = w.add(b * RECORD);
             prefetch_ahead::<5>(record);
-            let a = _mm256_loadu_si256(act.blocks.add(b * AB + 2) as *const __m256i);
-            // Eight lanes of partial sums per row (signed × signed via |w| · sign(a, w)).
-            let row = |r: usize| {
-                let q = _mm256_loadu_si256(record.add(16 + 32 * r) as *const __m256i);
-                let p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(a, q));
-                _mm256_madd_epi16(p16, ones)
-            };
-            // hadd(hadd(A, B), hadd(C, D)) leaves [A, B, C, D] per 128-bit half; adding
-            // the halves gives lanes rows 0, 2, 4, 6 | 1, 3, 5, 7 (the scale order).
-            let even = _mm256_hadd_epi32(
-                _mm256_hadd_epi32(row(0), row(2)),
-                _mm256_hadd_epi32(row(4), row(6)),
-            );
-            let odd = _mm256_hadd_epi32(
-                _mm256_hadd_epi32(row(1), row(3)),
-                _mm256_hadd_epi32(row(5), row(7)),
-            );
-            let sums = _mm256_add_epi32(
-                _mm256_permute2x128_si256::<0x20>(even, odd),
-                _mm256_permute2x128_si256::<0x31>(even, odd),
-            );
-            let d = scales(record, *act.scales.add(b));
-            acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sums), acc);
+            let w_scales = _mm256_cvtph_ps(_mm_loadu_si128(record as *const __m128i));
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let act = acts.get_unchecked(r);
+                let a = _mm256_loadu_si256(act.blocks.add(b * AB + 2) as *const __m256i);
+                // Eight lanes of partial sums per row (signed × signed: |w| · sign(a, w)).
+                let row = |i: usize| {
+                    let q = _mm256_loadu_si256(record.add(16 + 32 * i) as *const __m256i);
+                    let p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(a, q));
+                    _mm256_madd_epi16(p16, ones)
+                };
+                // hadd(hadd(A, B), hadd(C, D)) leaves [A, B, C, D] per 128-bit half;
+                // adding the halves gives lanes rows 0, 2, 4, 6 | 1, 3, 5, 7 (the scale
+                // order).
+                let even = _mm256_hadd_epi32(
+                    _mm256_hadd_epi32(row(0), row(2)),
+                    _mm256_hadd_epi32(row(4), row(6)),
+                );
+                let odd = _mm256_hadd_epi32(
+                    _mm256_hadd_epi32(row(1), row(3)),
+                    _mm256_hadd_epi32(row(5), row(7)),
+                );
+                let sums = _mm256_add_epi32(
+                    _mm256_permute2x128_si256::<0x20>(even, odd),
+                    _mm256_permute2x128_si256::<0x31>(even, odd),
+                );
+                let d = _mm256_mul_ps(w_scales, _mm256_set1_ps(*act.scales.add(b)));
+                *acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sums), *acc);
+            }
         }
     }
-    store_rows(acc, out);
+    store_rows(&acc, out);
 }

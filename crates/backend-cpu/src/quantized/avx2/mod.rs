@@ -43,7 +43,7 @@ pub(crate) fn table(base: QuantKernels) -> QuantKernels {
     // Eight-row GEMVs read the row-interleaved layouts only: over eight row-major rows
     // (eight streams) they were no faster than one-row dots (Q4_0 4.8 vs 5.1 GB/s from
     // memory at 1 thread; the interleaved one reads 12.8).
-    .with_interleaved(interleaved::GEMV_Q4_0_R8, interleaved::GEMV_Q8_0_R8)
+    .with_interleaved(interleaved::GEMM_Q4_0_R8, interleaved::GEMM_Q8_0_R8)
 }
 
 /// Wraps `$f::<R>` (R = 1..=4 activation rows) into one `DotFn`.
@@ -67,6 +67,28 @@ macro_rules! rows_dispatch {
     }};
 }
 pub(crate) use rows_dispatch;
+
+/// Wraps `$f::<R>` (R = 1..=4 activation rows) into one `GemmR8Fn`.
+macro_rules! r8_dispatch {
+    ($f:ident) => {{
+        /// # Safety
+        ///
+        /// See `GemmR8Fn`; AVX2, FMA and F16C present.
+        unsafe fn entry(nb: usize, w: *const u8, acts: &[ActRow], out: &mut [[f32; 8]]) {
+            // SAFETY: forwarded contract; `R` equals `acts.len()` (1..=4).
+            unsafe {
+                match acts.len() {
+                    1 => $f::<1>(nb, w, acts, out),
+                    2 => $f::<2>(nb, w, acts, out),
+                    3 => $f::<3>(nb, w, acts, out),
+                    _ => $f::<4>(nb, w, acts, out),
+                }
+            }
+        }
+        entry as GemmR8Fn
+    }};
+}
+pub(crate) use r8_dispatch;
 
 /// An f16 at `p` (any alignment) as f32.
 ///
