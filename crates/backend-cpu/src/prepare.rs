@@ -1,6 +1,8 @@
-//! `Backend::prepare_weight` on the CPU: Q4_0 and Q8_0 weights are copied once, at
-//! load, into their row-interleaved layouts ([`DType::Q4_0R8`](tempra_tensor::DType::Q4_0R8), [`DType::Q8_0R8`](tempra_tensor::DType::Q8_0R8)) so
-//! the decode GEMV reads one sequential stream per eight rows instead of eight streams.
+//! `Backend::prepare_weight` on the CPU: Q4_0 weights are copied once, at load, into
+//! the row-interleaved layout [`DType::Q4_0R8`](tempra_tensor::DType::Q4_0R8), which
+//! the eight-row kernels read as one stream for decode and unpack once per four
+//! activation rows for prefill. Other formats are kept: their one-row kernels read
+//! row-major weights as fast (Q8_0 measured the same either way, with prefetching).
 //!
 //! Measured with `cargo test --release -p tempra-backend-cpu --lib
 //! decode_gemv_out_of_cache -- --ignored --nocapture` (2048 × 5632 weights from memory,

@@ -70,7 +70,7 @@ fn check(qtype: QuantType, max_nmse: f64) {
         ..LoadOptions::default()
     };
     let model = Model::from_file(file, &options).unwrap();
-    // Q4_0/Q8_0 matrices run in the CPU's row-interleaved layout where it has the
+    // Q4_0 matrices run in the CPU's row-interleaved layout where it has the
     // kernels: what is checked below is then that layout, prefill and decode.
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2")
@@ -81,7 +81,6 @@ fn check(qtype: QuantType, max_nmse: f64) {
         let layer = &model.forward_weights().layers[0];
         let want = match qtype {
             QuantType::Q4_0 => Some(DType::Q4_0R8),
-            QuantType::Q8_0 => Some(DType::Q8_0R8),
             _ => None,
         };
         if let Some(want) = want {

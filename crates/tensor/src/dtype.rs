@@ -53,14 +53,11 @@ pub enum DType {
     /// Per group of eight rows and per block column: the eight f16 scales, then the
     /// eight rows' 16 quant bytes in row order. See [`DType::row_group`].
     Q4_0R8,
-    /// Q8_0 with the rows interleaved in groups of eight, as [`DType::Q4_0R8`]: per block
-    /// column the eight f16 scales, then the eight rows' 32 quants in row order.
-    Q8_0R8,
 }
 
 impl DType {
     /// Every dtype, in declaration order.
-    pub const ALL: [DType; 21] = [
+    pub const ALL: [DType; 20] = [
         DType::F64,
         DType::F32,
         DType::F16,
@@ -81,7 +78,6 @@ impl DType {
         DType::Q6K,
         DType::Q8K,
         DType::Q4_0R8,
-        DType::Q8_0R8,
     ];
 
     /// Elements per storage unit: 1 for plain dtypes, 32 or 256 for block formats.
@@ -90,7 +86,7 @@ impl DType {
             DType::F64 | DType::F32 | DType::F16 | DType::BF16 => 1,
             DType::I32 | DType::U32 | DType::U8 => 1,
             DType::Q4_0 | DType::Q4_1 | DType::Q5_0 | DType::Q5_1 | DType::Q8_0 | DType::Q8_1 => 32,
-            DType::Q4_0R8 | DType::Q8_0R8 => 32,
+            DType::Q4_0R8 => 32,
             DType::Q2K | DType::Q3K | DType::Q4K | DType::Q5K | DType::Q6K | DType::Q8K => 256,
         }
     }
@@ -107,7 +103,7 @@ impl DType {
             DType::Q4_1 => 20,
             DType::Q5_0 => 22,
             DType::Q5_1 => 24,
-            DType::Q8_0 | DType::Q8_0R8 => 34,
+            DType::Q8_0 => 34,
             DType::Q8_1 => 36,
             DType::Q2K => 84,
             DType::Q3K => 110,
@@ -158,7 +154,7 @@ impl DType {
             DType::I32 => 26,
             DType::F64 => 28,
             DType::BF16 => 30,
-            DType::U32 | DType::U8 | DType::Q4_0R8 | DType::Q8_0R8 => return None,
+            DType::U32 | DType::U8 | DType::Q4_0R8 => return None,
         })
     }
 
@@ -209,7 +205,6 @@ impl DType {
             DType::Q6K => "q6_K",
             DType::Q8K => "q8_K",
             DType::Q4_0R8 => "q4_0_r8",
-            DType::Q8_0R8 => "q8_0_r8",
         }
     }
 
@@ -218,7 +213,7 @@ impl DType {
     /// averages (`block_len`, `block_bytes`) are those of the base format.
     pub const fn row_group(self) -> usize {
         match self {
-            DType::Q4_0R8 | DType::Q8_0R8 => 8,
+            DType::Q4_0R8 => 8,
             _ => 1,
         }
     }
@@ -228,7 +223,6 @@ impl DType {
     pub const fn base_format(self) -> DType {
         match self {
             DType::Q4_0R8 => DType::Q4_0,
-            DType::Q8_0R8 => DType::Q8_0,
             other => other,
         }
     }
@@ -237,7 +231,6 @@ impl DType {
     pub const fn interleaved(self) -> Option<DType> {
         match self {
             DType::Q4_0 => Some(DType::Q4_0R8),
-            DType::Q8_0 => Some(DType::Q8_0R8),
             _ => None,
         }
     }

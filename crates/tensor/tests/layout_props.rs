@@ -134,9 +134,15 @@ fn strided_view_exists(dims: &[usize], ids: &[usize], block: bool) -> bool {
         }
         step *= dims[d];
     }
+    // Checked: a candidate stride can be huge (a layout with a stride near
+    // `usize::MAX / 3`), and an overflowing candidate is simply not a view.
     (0..ids.len()).all(|flat| {
         let idx = unravel(flat, dims);
-        ids[flat] == ids[0] + idx.iter().zip(&strides).map(|(i, s)| i * s).sum::<usize>()
+        let at = idx
+            .iter()
+            .zip(&strides)
+            .try_fold(ids[0], |acc, (i, s)| acc.checked_add(i.checked_mul(*s)?));
+        at == Some(ids[flat])
     })
 }
 

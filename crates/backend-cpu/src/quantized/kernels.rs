@@ -25,7 +25,7 @@ pub(crate) struct ActRow {
 }
 
 /// `out[r][i] = Σ_blocks w_i · acts[r]` for the eight rows `w_i` of one row-interleaved
-/// group ([`DType::Q4_0R8`] or [`DType::Q8_0R8`]) at `w`, `nb` records long, and
+/// group ([`DType::Q4_0R8`]) at `w`, `nb` records long, and
 /// `acts.len()` (1..=4) Q8_0 activation rows.
 ///
 /// Safety contract of every `GemmR8Fn`: the CPU has the features the table was built
@@ -46,11 +46,11 @@ pub(crate) struct QuantKernels {
     /// The activation quantizer.
     pub(crate) quantize: QuantizeFn,
     dots: [Option<DotFn>; 10],
-    interleaved: [GemmR8Fn; 2],
+    interleaved: [GemmR8Fn; 1],
 }
 
 /// The row-interleaved formats, in table order.
-const INTERLEAVED: [DType; 2] = [DType::Q4_0R8, DType::Q8_0R8];
+const INTERLEAVED: [DType; 1] = [DType::Q4_0R8];
 
 /// The weight formats, in table order.
 const FORMATS: [DType; 10] = [
@@ -83,9 +83,9 @@ impl QuantKernels {
             .map(|i| self.interleaved[i])
     }
 
-    /// This table with the row-interleaved products replaced (Q4_0R8, Q8_0R8).
-    pub(crate) fn with_interleaved(mut self, q4_0: GemmR8Fn, q8_0: GemmR8Fn) -> Self {
-        self.interleaved = [q4_0, q8_0];
+    /// This table with the row-interleaved products replaced (Q4_0R8).
+    pub(crate) fn with_interleaved(mut self, q4_0: GemmR8Fn) -> Self {
+        self.interleaved = [q4_0];
         self
     }
 
@@ -165,10 +165,7 @@ pub(crate) const SCALAR: QuantKernels = QuantKernels {
         Some(scalar_dot::<quant::BlockQ5K>),
         Some(scalar_dot::<quant::BlockQ6K>),
     ],
-    interleaved: [
-        scalar_gemm_r8::<quant::BlockQ4_0>,
-        scalar_gemm_r8::<quant::BlockQ8_0>,
-    ],
+    interleaved: [scalar_gemm_r8::<quant::BlockQ4_0>],
 };
 
 /// The AVX2 (+FMA, F16C) table if this CPU has those features.

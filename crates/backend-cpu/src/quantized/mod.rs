@@ -4,7 +4,7 @@
 //!
 //! - One row (decode, GEMV): the row is quantized once and shared; tasks split the
 //!   weight rows, so the weights are read exactly once, in order.
-//! - Row-interleaved weights ([`tempra_tensor::DType::Q4_0R8`], `Q8_0R8`, made at load
+//! - Row-interleaved weights ([`tempra_tensor::DType::Q4_0R8`], made at load
 //!   by [`crate::prepare`]): tasks split the groups of eight rows; each group is one
 //!   sequential stream that one kernel call turns into eight outputs per input row.
 //! - Many rows (prefill, GEMM): every row is quantized once; tasks split the weight rows;
@@ -254,8 +254,8 @@ pub(crate) fn linear(
 /// prefill included, instead of switching to dequantize-while-packing plus the f32 GEMM
 /// from `Products::dequant_gemm_rows` rows on. Measured at 512 × 2048 × 2048, 1 thread
 /// (`cargo test --release -p tempra-backend-cpu --lib prefill_int8 -- --ignored
-/// --nocapture`): Q4_0R8 int8 111 GFLOP/s vs 53 dequantized; Q8_0R8 41 vs 50 (its
-/// sign trick and eight-row reduction cost more than the nibbles'), so only Q4_0R8.
+/// --nocapture`): Q4_0R8 int8 111 GFLOP/s vs 53 dequantized (an interleaved Q8_0
+/// kernel, tried, did 41 vs 50: its sign trick and eight-row reduction cost more).
 pub(crate) fn int8_at_any_rows(dtype: DType) -> bool {
     dtype == DType::Q4_0R8
 }

@@ -136,7 +136,7 @@ fn decode_gemv_out_of_cache() {
         &[1, k],
     )
     .unwrap();
-    for dtype in [DType::Q4_0, DType::Q8_0] {
+    for dtype in [DType::Q4_0, DType::Q8_0, DType::Q4K, DType::Q6K] {
         let vals: Vec<f32> = (0..n * k)
             .map(|i| ((i * 7919) % 113) as f32 / 50.0 - 1.1)
             .collect();

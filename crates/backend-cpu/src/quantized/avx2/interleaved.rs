@@ -1,4 +1,4 @@
-//! AVX2 products over the row-interleaved layouts ([`DType::Q4_0R8`], [`DType::Q8_0R8`]):
+//! AVX2 products over the row-interleaved layout [`DType::Q4_0R8`]:
 //! eight weight rows against one to four Q8_0 activation rows, reading one sequential
 //! stream (the layout is described in `tempra_tensor::quant::interleaved`). One row is
 //! the decode GEMV; more rows (prefill) reuse each unpacked weight block for every row.
@@ -9,7 +9,6 @@
 //! The activation block's scale and `Σ q` come precomputed ([`ActRow`]).
 //!
 //! [`DType::Q4_0R8`]: tempra_tensor::DType::Q4_0R8
-//! [`DType::Q8_0R8`]: tempra_tensor::DType::Q8_0R8
 
 use std::arch::x86_64::*;
 
@@ -21,12 +20,10 @@ use crate::quantized::kernels::{ActRow, GemmR8Fn};
 /// Q4_0R8 weights × one to four Q8_0 activation rows.
 pub(super) const GEMM_Q4_0_R8: GemmR8Fn = r8_dispatch!(gemm_q4_0_r8);
 
-/// Q8_0R8 weights × one to four Q8_0 activation rows.
-pub(super) const GEMM_Q8_0_R8: GemmR8Fn = r8_dispatch!(gemm_q8_0_r8);
-
-/// How far ahead of the current record the stream is prefetched (measured on Zen 3:
-/// none 9.5 GB/s, 512 B 10.2, 2 KiB 11.7 at one thread on 2048 × 5632 Q4_0).
-const PREFETCH_BYTES: usize = 2048;
+/// How far ahead of the current record the stream is prefetched (measured on Zen 3 at
+/// one thread on 2048 × 5632 Q4_0 from memory: none 9.5 GB/s, 512 B 10.2, 2 KiB 11.7,
+/// 4 KiB 11.4-12.9).
+const PREFETCH_BYTES: usize = 4096;
 
 /// Asks for the `LINES` cache lines from `PREFETCH_BYTES` past `p` (a hint: never
 /// faults, even past the end of the weights).
@@ -82,58 +79,6 @@ unsafe fn gemm_q4_0_r8<const R: usize>(
             for (r, acc) in acc.iter_mut().enumerate() {
                 let act = acts.get_unchecked(r);
                 let sums = q4_0_eight_row_sums(rows, act.blocks.add(b * AB + 2), *act.sums.add(b));
-                let d = _mm256_mul_ps(w_scales, _mm256_set1_ps(*act.scales.add(b)));
-                *acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sums), *acc);
-            }
-        }
-    }
-    store_rows(&acc, out);
-}
-
-/// # Safety
-///
-/// See [`GemmR8Fn`]; `acts.len() >= R`.
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn gemm_q8_0_r8<const R: usize>(
-    nb: usize,
-    w: *const u8,
-    acts: &[ActRow],
-    out: &mut [[f32; 8]],
-) {
-    const RECORD: usize = 8 * 34;
-    const AB: usize = 34;
-    let ones = _mm256_set1_epi16(1);
-    let mut acc = [_mm256_setzero_ps(); R];
-    for b in 0..nb {
-        // SAFETY: as in `gemm_q4_0_r8`.
-        unsafe {
-            let record = w.add(b * RECORD);
-            prefetch_ahead::<5>(record);
-            let w_scales = _mm256_cvtph_ps(_mm_loadu_si128(record as *const __m128i));
-            for (r, acc) in acc.iter_mut().enumerate() {
-                let act = acts.get_unchecked(r);
-                let a = _mm256_loadu_si256(act.blocks.add(b * AB + 2) as *const __m256i);
-                // Eight lanes of partial sums per row (signed × signed: |w| · sign(a, w)).
-                let row = |i: usize| {
-                    let q = _mm256_loadu_si256(record.add(16 + 32 * i) as *const __m256i);
-                    let p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(a, q));
-                    _mm256_madd_epi16(p16, ones)
-                };
-                // hadd(hadd(A, B), hadd(C, D)) leaves [A, B, C, D] per 128-bit half;
-                // adding the halves gives lanes rows 0, 2, 4, 6 | 1, 3, 5, 7 (the scale
-                // order).
-                let even = _mm256_hadd_epi32(
-                    _mm256_hadd_epi32(row(0), row(2)),
-                    _mm256_hadd_epi32(row(4), row(6)),
-                );
-                let odd = _mm256_hadd_epi32(
-                    _mm256_hadd_epi32(row(1), row(3)),
-                    _mm256_hadd_epi32(row(5), row(7)),
-                );
-                let sums = _mm256_add_epi32(
-                    _mm256_permute2x128_si256::<0x20>(even, odd),
-                    _mm256_permute2x128_si256::<0x31>(even, odd),
-                );
                 let d = _mm256_mul_ps(w_scales, _mm256_set1_ps(*act.scales.add(b)));
                 *acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sums), *acc);
             }

@@ -79,6 +79,9 @@ unsafe fn unsigned_step<const R: usize>(
     }
 }
 
+/// How far ahead of the current block the weight row is prefetched (one hint per block).
+const PREFETCH_BYTES: usize = 4096;
+
 /// Runs `$body` over the blocks of a 32-value format with weight block size `$wb` and
 /// activation block size `$ab`; `$body` adds into `$acc` (`&mut [__m256; R]`), and the
 /// sums end up in `$sums`. With one row, blocks alternate between two accumulator sets:
@@ -88,6 +91,9 @@ macro_rules! block_loop {
         let $acc = &mut $set;
         // SAFETY: block `$blk < nb` of the weight row.
         let $wp = unsafe { $w.add($blk * $wb) };
+        // A hint that never dereferences; `wrapping_add` keeps the address arithmetic
+        // defined past the row's end.
+        _mm_prefetch::<_MM_HINT_T0>($wp.wrapping_add(PREFETCH_BYTES) as *const i8);
         $body
         for p in $a.iter_mut() {
             // SAFETY: stays within (or one past) each activation row of `nb` blocks.
