@@ -313,48 +313,64 @@ impl Suite<'_> {
                 continue;
             }
             for &(k, n) in shapes {
-                let w = weight(&reference, n, k, dtype, 17)?;
-                let w_bytes = dtype.bytes_for(n * k).context("weight size")? as f64;
-                // Decode: enough weight copies to overflow the last-level cache, so the
-                // weights stream from memory as in a real model.
-                let copies = ((3 * self.llc) as f64 / w_bytes).ceil().clamp(1.0, 64.0) as usize;
-                let ws = copy_weights(&w, copies)?
-                    .into_iter()
-                    .map(self.place)
-                    .collect::<Result<Vec<_>>>()?;
-                let x1 = (self.place)(Tensor::owned_from_slice(&normal(k, 1), &[1, k])?)?;
-                let mut turn = 0usize;
-                let case = Case {
-                    op: "linear",
-                    shape: format!("m1 k{k} n{n}"),
-                    dtype: dtype.name().into(),
-                    bound: Bound::Memory,
-                    flops: Some(2.0 * (n * k) as f64),
-                    bytes: Some(w_bytes),
+                let file_weight = weight(&reference, n, k, dtype, 17)?;
+                // The layout as files store it, then the backend's prepared layout (what
+                // the engines run, e.g. q4_0_r8 on the CPU) when it has one.
+                let prepared = match self.contexts.first() {
+                    Some((_, ctx)) => ctx.prepare_weight(&file_weight)?,
+                    None => None,
                 };
-                self.measure(&case, |ctx| {
-                    turn += 1;
-                    ctx.linear(&x1, &ws[turn % ws.len()], None)?;
-                    Ok(())
-                })?;
-                drop(ws);
-                let m = 512;
-                let x = (self.place)(Tensor::owned_from_slice(&normal(m * k, 2), &[m, k])?)?;
-                let w = (self.place)(w)?;
-                let case = Case {
-                    op: "linear",
-                    shape: format!("m{m} k{k} n{n}"),
-                    dtype: dtype.name().into(),
-                    bound: Bound::Compute,
-                    flops: Some(2.0 * (m * n * k) as f64),
-                    bytes: Some(w_bytes),
-                };
-                self.measure(&case, |ctx| {
-                    ctx.linear(&x, &w, None)?;
-                    Ok(())
-                })?;
+                for w in std::iter::once(file_weight).chain(prepared) {
+                    self.linear_case(w, n, k)?;
+                }
             }
         }
+        Ok(())
+    }
+
+    /// The decode (one row, weights from memory) and prefill (512 rows) cases of one
+    /// `[n, k]` weight.
+    fn linear_case(&mut self, w: Tensor, n: usize, k: usize) -> Result<()> {
+        let dtype = w.dtype();
+        let w_bytes = dtype.bytes_for(n * k).context("weight size")? as f64;
+        // Decode: enough weight copies to overflow the last-level cache, so the
+        // weights stream from memory as in a real model.
+        let copies = ((3 * self.llc) as f64 / w_bytes).ceil().clamp(1.0, 64.0) as usize;
+        let ws = copy_weights(&w, copies)?
+            .into_iter()
+            .map(self.place)
+            .collect::<Result<Vec<_>>>()?;
+        let x1 = (self.place)(Tensor::owned_from_slice(&normal(k, 1), &[1, k])?)?;
+        let mut turn = 0usize;
+        let case = Case {
+            op: "linear",
+            shape: format!("m1 k{k} n{n}"),
+            dtype: dtype.name().into(),
+            bound: Bound::Memory,
+            flops: Some(2.0 * (n * k) as f64),
+            bytes: Some(w_bytes),
+        };
+        self.measure(&case, |ctx| {
+            turn += 1;
+            ctx.linear(&x1, &ws[turn % ws.len()], None)?;
+            Ok(())
+        })?;
+        drop(ws);
+        let m = 512;
+        let x = (self.place)(Tensor::owned_from_slice(&normal(m * k, 2), &[m, k])?)?;
+        let w = (self.place)(w)?;
+        let case = Case {
+            op: "linear",
+            shape: format!("m{m} k{k} n{n}"),
+            dtype: dtype.name().into(),
+            bound: Bound::Compute,
+            flops: Some(2.0 * (m * n * k) as f64),
+            bytes: Some(w_bytes),
+        };
+        self.measure(&case, |ctx| {
+            ctx.linear(&x, &w, None)?;
+            Ok(())
+        })?;
         Ok(())
     }
 
