@@ -158,13 +158,13 @@ fn quantized_prefill_tile_edges() {
 
 #[test]
 fn prepared_weights_give_the_same_products() {
-    // `prepare_weight` interleaves Q4_0 rows in groups of eight where the ISA has
+    // `prepare_weight` interleaves Q4_0 and Q4_K rows in groups of eight where the ISA has
     // the kernels; the product must not change: against the reference (which reads the
     // interleaved layout through its own de-interleave, bit for bit as the original)
     // and equal across thread counts.
     let reference = ExecContext::reference();
-    for dtype in [DType::Q4_0] {
-        for (n, k) in [(8, 32), (24, 96), (264, 512)] {
+    for dtype in [DType::Q4_0, DType::Q4K] {
+        for (n, k) in [(8, 256), (24, 512), (264, 512)] {
             let w = quantized_tensor(&reference, &normal(n * k, n as u64), n, k, dtype);
             let bias = float_tensor(&normal(n, 3), &[n], DType::F32);
             let mut by_threads = Vec::new();
@@ -213,7 +213,7 @@ fn prepare_keeps_weights_it_cannot_interleave() {
         // strided view: all kept.
         let odd = quantized_tensor(&reference, &normal(12 * 64, 1), 12, 64, DType::Q4_0);
         assert!(ctx.prepare_weight(&odd).unwrap().is_none(), "{name}");
-        for other in [DType::Q8_0, DType::Q4K, DType::Q6K] {
+        for other in [DType::Q8_0, DType::Q5K, DType::Q6K] {
             let w = quantized_tensor(&reference, &normal(16 * 256, 2), 16, 256, other);
             assert!(ctx.prepare_weight(&w).unwrap().is_none(), "{name} {other}");
         }

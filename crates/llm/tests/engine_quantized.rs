@@ -3,8 +3,8 @@
 //! run through the f32 path that `engine_hf_reference` checks against transformers).
 //!
 //! Prefill of many rows dequantizes the weights into the f32 GEMM, so it must agree to
-//! f32 rounding; except Q4_0 in the CPU's row-interleaved layout, whose prefill runs the
-//! integer products too and is held to the decode budget. Decode uses integer dot products on activations quantized to Q8 (as
+//! f32 rounding; except Q4_0 and Q4_K in the CPU's row-interleaved layouts, whose
+//! prefill runs the integer products too and is held to the decode budget. Decode uses integer dot products on activations quantized to Q8 (as
 //! llama.cpp does: Q8_0 blocks of 32 for Q4_0/Q8_0 weights, Q8_K blocks of 256 for
 //! K-quants), whose error is bounded as llama.cpp's `test-backend-ops` bounds one quantized
 //! matmul: normalized mean squared error (Σ(a−b)² / Σb²) at most 5e-4, here over the whole
@@ -70,7 +70,7 @@ fn check(qtype: QuantType, max_nmse: f64) {
         ..LoadOptions::default()
     };
     let model = Model::from_file(file, &options).unwrap();
-    // Q4_0 matrices run in the CPU's row-interleaved layout where it has the
+    // Q4_0 and Q4_K matrices run in the CPU's row-interleaved layouts where it has the
     // kernels: what is checked below is then that layout, prefill and decode.
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2")
@@ -81,6 +81,7 @@ fn check(qtype: QuantType, max_nmse: f64) {
         let layer = &model.forward_weights().layers[0];
         let want = match qtype {
             QuantType::Q4_0 => Some(DType::Q4_0R8),
+            QuantType::Q4KM => Some(DType::Q4KR8),
             _ => None,
         };
         if let Some(want) = want {
@@ -141,10 +142,15 @@ fn check(qtype: QuantType, max_nmse: f64) {
         "{qtype}: prefill max |diff| {p_max:.2e} nmse {p_nmse:.2e}; decode max |diff| {d_max:.2e} nmse {d_nmse:.2e} \
          (logit rms {rms:.3}, top-1 margin {margin:.3})"
     );
-    // Q4_0 in the CPU's interleaved layout runs integer products at every row count
-    // (as llama.cpp's prefill does): its prefill has the decode budget. Every other
+    // The CPU's interleaved layouts (Q4_0, Q4_K) run integer products at every row count
+    // (as llama.cpp's prefill does): their prefill has the decode budget. Every other
     // prefill dequantizes exactly into the f32 GEMM.
-    let int8_prefill = model.forward_weights().layers[0].gate.tensor().dtype() == DType::Q4_0R8;
+    let int8_prefill = model.forward_weights().layers[0]
+        .gate
+        .tensor()
+        .dtype()
+        .row_group()
+        > 1;
     if int8_prefill {
         assert!(
             p_nmse <= max_nmse,

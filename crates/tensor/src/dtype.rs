@@ -53,11 +53,15 @@ pub enum DType {
     /// Per group of eight rows and per block column: the eight f16 scales, then the
     /// eight rows' 16 quant bytes in row order. See [`DType::row_group`].
     Q4_0R8,
+    /// Q4_K with the rows interleaved in groups of eight and the 6-bit scales unpacked
+    /// (148 bytes per row and super-block): the CPU's decode and prefill layout, made at
+    /// load, never stored in files. See `quant::interleaved_q4_k`.
+    Q4KR8,
 }
 
 impl DType {
     /// Every dtype, in declaration order.
-    pub const ALL: [DType; 20] = [
+    pub const ALL: [DType; 21] = [
         DType::F64,
         DType::F32,
         DType::F16,
@@ -78,6 +82,7 @@ impl DType {
         DType::Q6K,
         DType::Q8K,
         DType::Q4_0R8,
+        DType::Q4KR8,
     ];
 
     /// Elements per storage unit: 1 for plain dtypes, 32 or 256 for block formats.
@@ -88,6 +93,7 @@ impl DType {
             DType::Q4_0 | DType::Q4_1 | DType::Q5_0 | DType::Q5_1 | DType::Q8_0 | DType::Q8_1 => 32,
             DType::Q4_0R8 => 32,
             DType::Q2K | DType::Q3K | DType::Q4K | DType::Q5K | DType::Q6K | DType::Q8K => 256,
+            DType::Q4KR8 => 256,
         }
     }
 
@@ -108,6 +114,7 @@ impl DType {
             DType::Q2K => 84,
             DType::Q3K => 110,
             DType::Q4K => 144,
+            DType::Q4KR8 => 148,
             DType::Q5K => 176,
             DType::Q6K => 210,
             DType::Q8K => 292,
@@ -154,7 +161,7 @@ impl DType {
             DType::I32 => 26,
             DType::F64 => 28,
             DType::BF16 => 30,
-            DType::U32 | DType::U8 | DType::Q4_0R8 => return None,
+            DType::U32 | DType::U8 | DType::Q4_0R8 | DType::Q4KR8 => return None,
         })
     }
 
@@ -205,15 +212,16 @@ impl DType {
             DType::Q6K => "q6_K",
             DType::Q8K => "q8_K",
             DType::Q4_0R8 => "q4_0_r8",
+            DType::Q4KR8 => "q4_K_r8",
         }
     }
 
     /// Rows interleaved per group: 8 for the `R8` layouts, 1 for every other dtype.
-    /// An interleaved tensor `[N, K]` is contiguous, `N` a multiple of the group; block
-    /// averages (`block_len`, `block_bytes`) are those of the base format.
+    /// An interleaved tensor `[N, K]` is contiguous, `N` a multiple of the group;
+    /// `block_len` and `block_bytes` are per row and block, averaged over the group.
     pub const fn row_group(self) -> usize {
         match self {
-            DType::Q4_0R8 => 8,
+            DType::Q4_0R8 | DType::Q4KR8 => 8,
             _ => 1,
         }
     }
@@ -223,6 +231,7 @@ impl DType {
     pub const fn base_format(self) -> DType {
         match self {
             DType::Q4_0R8 => DType::Q4_0,
+            DType::Q4KR8 => DType::Q4K,
             other => other,
         }
     }
@@ -231,6 +240,7 @@ impl DType {
     pub const fn interleaved(self) -> Option<DType> {
         match self {
             DType::Q4_0 => Some(DType::Q4_0R8),
+            DType::Q4K => Some(DType::Q4KR8),
             _ => None,
         }
     }

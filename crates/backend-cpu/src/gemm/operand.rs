@@ -26,9 +26,6 @@ pub(crate) enum Values<'a> {
         bytes: &'a [u8],
         /// The block holding `w[0, 0]`.
         base_block: usize,
-        /// Blocks per weight row: where a row-interleaved layout
-        /// ([`DType::row_group`] > 1) puts block `v / block_len` depends on it.
-        row_blocks: usize,
     },
 }
 
@@ -87,27 +84,6 @@ impl<'a> MatRef<'a> {
                 dtype,
                 bytes,
                 base_block,
-                row_blocks,
-            } if dtype.row_group() > 1 => {
-                // Gather each block back to its base format, then dequantize it.
-                let (base, bl) = (dtype.base_format(), dtype.block_len());
-                let bb = base.block_bytes();
-                debug_assert!(stride == 1 && first.is_multiple_of(bl) && n.is_multiple_of(bl));
-                let mut block = [0u8; 64];
-                for (i, y) in out.chunks_exact_mut(bl).enumerate() {
-                    let unit = base_block + first / bl + i;
-                    let (row, b) = (unit / row_blocks, unit % row_blocks);
-                    let (s, q) = tempra_tensor::quant::block_offsets(row, b, row_blocks, bb);
-                    block[..2].copy_from_slice(&bytes[s..s + 2]);
-                    block[2..bb].copy_from_slice(&bytes[q..q + bb - 2]);
-                    super::dequant::dequantize_blocks(base, &block[..bb], y);
-                }
-            }
-            Values::Blocks {
-                dtype,
-                bytes,
-                base_block,
-                ..
             } => {
                 // Whole blocks along a row (the only way packing reads this variant).
                 let bl = dtype.block_len();

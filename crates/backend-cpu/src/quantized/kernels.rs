@@ -12,21 +12,23 @@ use tempra_tensor::{DType, Result};
 /// activation blocks (any alignment); `out.len() == acts.len()`.
 pub(crate) type DotFn = unsafe fn(usize, *const u8, &[*const u8], &mut [f32]);
 
-/// One Q8_0 activation row with its per-block scales (f32) and sums of quants (i32),
-/// computed once per row so the eight-row GEMV kernels do not redo them per row group.
+/// One quantized activation row for the eight-row kernels. A Q8_0 row comes with its
+/// per-block scales (f32) and sums of quants (i32), computed once per row so the kernels
+/// do not redo them per row group; a Q8_K row's blocks carry both (the pointers are
+/// null).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ActRow {
-    /// The row's Q8_0 blocks.
+    /// The row's blocks (Q8_0 or Q8_K).
     pub(crate) blocks: *const u8,
-    /// Block `b`'s scale.
+    /// Block `b`'s scale (Q8_0 rows).
     pub(crate) scales: *const f32,
-    /// Block `b`'s `Σ qs`.
+    /// Block `b`'s `Σ qs` (Q8_0 rows).
     pub(crate) sums: *const i32,
 }
 
 /// `out[r][i] = Σ_blocks w_i · acts[r]` for the eight rows `w_i` of one row-interleaved
-/// group ([`DType::Q4_0R8`]) at `w`, `nb` records long, and
-/// `acts.len()` (1..=4) Q8_0 activation rows.
+/// group ([`DType::Q4_0R8`], [`DType::Q4KR8`]) at `w`, `nb` records long, and
+/// `acts.len()` (1..=4) activation rows of the partner format (Q8_0, Q8_K).
 ///
 /// Safety contract of every `GemmR8Fn`: the CPU has the features the table was built
 /// for; `w` points to `nb` readable records of the group (any alignment); each
@@ -46,11 +48,11 @@ pub(crate) struct QuantKernels {
     /// The activation quantizer.
     pub(crate) quantize: QuantizeFn,
     dots: [Option<DotFn>; 10],
-    interleaved: [GemmR8Fn; 1],
+    interleaved: [GemmR8Fn; 2],
 }
 
 /// The row-interleaved formats, in table order.
-const INTERLEAVED: [DType; 1] = [DType::Q4_0R8];
+const INTERLEAVED: [DType; 2] = [DType::Q4_0R8, DType::Q4KR8];
 
 /// The weight formats, in table order.
 const FORMATS: [DType; 10] = [
@@ -83,9 +85,9 @@ impl QuantKernels {
             .map(|i| self.interleaved[i])
     }
 
-    /// This table with the row-interleaved products replaced (Q4_0R8).
-    pub(crate) fn with_interleaved(mut self, q4_0: GemmR8Fn) -> Self {
-        self.interleaved = [q4_0];
+    /// This table with the row-interleaved products replaced (Q4_0R8, Q4KR8).
+    pub(crate) fn with_interleaved(mut self, q4_0: GemmR8Fn, q4_k: GemmR8Fn) -> Self {
+        self.interleaved = [q4_0, q4_k];
         self
     }
 
@@ -127,19 +129,28 @@ unsafe fn scalar_gemm_r8<W: QuantDot>(
 ) {
     let bb = size_of::<W>();
     let ab = size_of::<W::Activation>();
-    // SAFETY: the caller guarantees `nb` records of `8 · bb` bytes at `w`.
-    let w = unsafe { std::slice::from_raw_parts(w, nb * 8 * bb) };
-    let mut block = [0u8; 64];
+    let record = match W::DTYPE.interleaved() {
+        Some(d) => 8 * d.block_bytes(),
+        None => return,
+    };
+    // SAFETY: the caller guarantees `nb` records at `w`.
+    let w = unsafe { std::slice::from_raw_parts(w, nb * record) };
+    let mut block = [0u8; 256];
     for (act, out) in acts.iter().zip(out) {
         // SAFETY: the caller guarantees `nb` activation blocks at `act.blocks`.
         let a = unsafe { std::slice::from_raw_parts(act.blocks, nb * ab) };
         for (r, o) in out.iter_mut().enumerate() {
             let mut sum = 0f32;
             for b in 0..nb {
-                // Offsets within this group (row r of the group's first row block).
-                let (s, q) = quant::block_offsets(r, b, nb, bb);
-                block[..2].copy_from_slice(&w[s..s + 2]);
-                block[2..bb].copy_from_slice(&w[q..q + bb - 2]);
+                let rec = &w[b * record..(b + 1) * record];
+                if W::DTYPE == DType::Q4K {
+                    quant::interleaved_q4_k::get_block(r, rec, &mut block[..bb]);
+                } else {
+                    // Offsets within the record (row r of a one-block group).
+                    let (s, q) = quant::block_offsets(r, 0, 1, bb);
+                    block[..2].copy_from_slice(&rec[s..s + 2]);
+                    block[2..bb].copy_from_slice(&rec[q..q + bb - 2]);
+                }
                 // Whole blocks of matching formats: the reference cannot fail.
                 sum += quant::vec_dot(W::DTYPE, &block[..bb], &a[b * ab..(b + 1) * ab])
                     .unwrap_or(f32::NAN);
@@ -165,7 +176,10 @@ pub(crate) const SCALAR: QuantKernels = QuantKernels {
         Some(scalar_dot::<quant::BlockQ5K>),
         Some(scalar_dot::<quant::BlockQ6K>),
     ],
-    interleaved: [scalar_gemm_r8::<quant::BlockQ4_0>],
+    interleaved: [
+        scalar_gemm_r8::<quant::BlockQ4_0>,
+        scalar_gemm_r8::<quant::BlockQ4K>,
+    ],
 };
 
 /// The AVX2 (+FMA, F16C) table if this CPU has those features.

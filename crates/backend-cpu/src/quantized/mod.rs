@@ -105,7 +105,9 @@ pub(crate) fn linear(
     // input only) | quantized rows], so the f32/i32 parts stay 4-byte aligned.
     let act_row_bytes = blocks * a_bytes_per_block;
     let x_step = x.layout().strides()[x_rank - 1];
-    let stat_bytes = if eight.is_some() {
+    // Per-block scales and sums: the Q8_0 kernels take them precomputed (Q8_K blocks
+    // carry their own).
+    let stat_bytes = if eight.is_some() && act == DType::Q8_0 {
         rows * blocks * 8
     } else {
         0
@@ -138,7 +140,7 @@ pub(crate) fn linear(
         bytemuck::cast_slice_mut(scales),
         bytemuck::cast_slice_mut(sums),
     );
-    if eight.is_some() {
+    if stat_bytes > 0 {
         q8_0_block_stats(acts, scales, sums);
     }
     let acts: &[u8] = acts;
@@ -250,17 +252,8 @@ pub(crate) fn linear(
     add_bias(bias, out_slice, n)
 }
 
-/// Whether `linear` with `dtype` weights runs the integer products at every row count,
-/// prefill included, instead of switching to dequantize-while-packing plus the f32 GEMM
-/// from `Products::dequant_gemm_rows` rows on. Measured at 512 × 2048 × 2048, 1 thread
-/// (`cargo test --release -p tempra-backend-cpu --lib prefill_int8 -- --ignored
-/// --nocapture`): Q4_0R8 int8 111 GFLOP/s vs 53 dequantized (an interleaved Q8_0
-/// kernel, tried, did 41 vs 50: its sign trick and eight-row reduction cost more).
-pub(crate) fn int8_at_any_rows(dtype: DType) -> bool {
-    dtype == DType::Q4_0R8
-}
-
-/// Quantized activation rows (Q8_0) with their per-block scales and sums.
+/// Quantized activation rows with, for Q8_0, their per-block scales and sums (empty for
+/// Q8_K, whose blocks carry them: the rows' pointers are then null).
 struct ActRows<'a> {
     acts: &'a [u8],
     scales: &'a [f32],
@@ -274,8 +267,14 @@ impl ActRows<'_> {
     fn row(&self, t: usize) -> ActRow {
         ActRow {
             blocks: self.acts[t * self.row_bytes..].as_ptr(),
-            scales: self.scales[t * self.blocks..].as_ptr(),
-            sums: self.sums[t * self.blocks..].as_ptr(),
+            scales: self
+                .scales
+                .get(t * self.blocks..)
+                .map_or(std::ptr::null(), <[f32]>::as_ptr),
+            sums: self
+                .sums
+                .get(t * self.blocks..)
+                .map_or(std::ptr::null(), <[i32]>::as_ptr),
         }
     }
 }

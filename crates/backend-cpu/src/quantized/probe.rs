@@ -89,8 +89,7 @@ fn prefill_int8_vs_dequantized_gemm() {
         for (label, rows, interleaved) in [
             ("int8 dots", usize::MAX, false),
             ("dequant+gemm", 1, false),
-            ("interleaved int8", usize::MAX, true),
-            ("interleaved dequant+gemm", 1, true),
+            ("interleaved (int8 at every row count)", usize::MAX, true),
         ] {
             let w = match (&prepared, interleaved) {
                 (Some(p), true) => p,

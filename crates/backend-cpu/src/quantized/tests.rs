@@ -151,37 +151,55 @@ fn interleaved_products_match_the_reference_vec_dot() {
 
     let mut rng = SplitMix64::new(13);
     for table in tables() {
-        for dtype in [DType::Q4_0R8] {
+        for dtype in [DType::Q4_0R8, DType::Q4KR8] {
             let base = dtype.base_format();
+            let act_dtype = vec_dot_dtype(base);
             let gemm = table.gemm_r8(dtype).unwrap();
-            for blocks in [1usize, 3, 64] {
-                let k = blocks * 32;
+            for blocks in [1usize, 3, 9] {
+                let k = blocks * base.block_len();
                 let rows: Vec<Vec<u8>> = (0..8)
                     .map(|r| {
                         let w: Vec<f32> = (0..k)
-                            .map(|i| rng.next_normal() as f32 + if i % 29 == r { 3.0 } else { 0.0 })
+                            .map(|i| rng.next_normal() as f32 + if i % 29 == r { 3.0 } else { 0.3 })
                             .collect();
                         quantized(base, &w)
                     })
                     .collect();
                 let plain: Vec<u8> = rows.concat();
                 // One byte in: any alignment must work.
-                let mut packed = vec![0u8; plain.len() + 1];
+                let mut packed = vec![0u8; dtype.bytes_for(8 * k).unwrap() + 1];
                 interleave_rows(dtype, 8, k, &plain, &mut packed[1..]).unwrap();
                 let act_rows: Vec<Vec<u8>> = (0..4)
                     .map(|_| {
                         let a: Vec<f32> = (0..k).map(|_| rng.next_normal() as f32).collect();
-                        quantized(DType::Q8_0, &a)
+                        quantized(act_dtype, &a)
                     })
                     .collect();
-                let stats: Vec<_> = act_rows.iter().map(|aq| block_stats(aq)).collect();
+                let stats: Vec<_> = act_rows
+                    .iter()
+                    .map(|aq| {
+                        if act_dtype == DType::Q8_0 {
+                            block_stats(aq)
+                        } else {
+                            (vec![], vec![])
+                        }
+                    })
+                    .collect();
                 let acts: Vec<_> = act_rows
                     .iter()
                     .zip(&stats)
                     .map(|(aq, (scales, sums))| super::kernels::ActRow {
                         blocks: aq.as_ptr(),
-                        scales: scales.as_ptr(),
-                        sums: sums.as_ptr(),
+                        scales: if scales.is_empty() {
+                            std::ptr::null()
+                        } else {
+                            scales.as_ptr()
+                        },
+                        sums: if sums.is_empty() {
+                            std::ptr::null()
+                        } else {
+                            sums.as_ptr()
+                        },
                     })
                     .collect();
                 for count in 1..=4 {
@@ -201,7 +219,7 @@ fn interleaved_products_match_the_reference_vec_dot() {
                             let want = vec_dot(base, q, aq).unwrap();
                             let (mut wd, mut ad) = (vec![0f32; k], vec![0f32; k]);
                             dequantize_row(base, q, &mut wd).unwrap();
-                            dequantize_row(DType::Q8_0, aq, &mut ad).unwrap();
+                            dequantize_row(act_dtype, aq, &mut ad).unwrap();
                             let scale: f32 = wd.iter().zip(&ad).map(|(x, y)| (x * y).abs()).sum();
                             assert!(
                                 (out[t][r] - want).abs() <= 1e-5 * scale + 1e-6,

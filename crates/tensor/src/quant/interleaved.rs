@@ -4,6 +4,8 @@
 //! and unpacks each weight block once for several activation rows (prefill). The
 //! functions here are written for any 32-value format whose block is an f16 scale then
 //! quants; Q4_0 is the one with a layout (Q8_0 rows read as fast row-major, measured).
+//! [`DType::Q4KR8`] has its own record layout (`interleaved_q4_k`); `interleave_rows`
+//! and `deinterleave_rows` take either.
 //!
 //! Layout of an `[N, K]` tensor (`N` a multiple of 8, `nb = K / 32` blocks per row): for
 //! each group `g` of rows `8g..8g + 8` and each block column `b`, a record of
@@ -27,20 +29,22 @@ pub const ROW_GROUP: usize = 8;
 /// Scale slot `i` of a record holds the scale of row `SCALE_ROW_ORDER[i]` of the group.
 pub const SCALE_ROW_ORDER: [usize; ROW_GROUP] = [0, 2, 4, 6, 1, 3, 5, 7];
 
-/// Checks `rows × row_len` of the interleaved `dtype` against two byte lengths and
-/// returns (blocks per row, base block bytes).
+/// Checks `rows × row_len` of the interleaved `dtype` against the byte lengths of its
+/// base format's rows (`plain`) and of the interleaved layout (`packed`); returns
+/// (blocks per row, base block bytes).
 fn check(
     op: &'static str,
     dtype: DType,
     rows: usize,
     row_len: usize,
-    lens: [usize; 2],
+    plain: usize,
+    packed: usize,
 ) -> Result<(usize, usize)> {
     if dtype.row_group() != ROW_GROUP {
         return Err(TensorError::DType {
             op,
             dtype,
-            what: "a row-interleaved block format (q4_0_r8)",
+            what: "a row-interleaved block format (q4_0_r8, q4_K_r8)",
         });
     }
     let base = dtype.base_format();
@@ -56,15 +60,17 @@ fn check(
         });
     }
     let nb = row_len / base.block_len();
-    let want = rows
-        .checked_mul(nb)
-        .and_then(|b| b.checked_mul(base.block_bytes()));
-    for len in lens {
+    for (len, format) in [(plain, base), (packed, dtype)] {
+        let want = rows
+            .checked_mul(nb)
+            .and_then(|b| b.checked_mul(format.block_bytes()));
         if want != Some(len) {
             return Err(TensorError::Argument {
                 op,
                 name: "bytes",
-                reason: format!("{len} bytes for [{rows}, {row_len}] of {base}, expected {want:?}"),
+                reason: format!(
+                    "{len} bytes for [{rows}, {row_len}] of {format}, expected {want:?}"
+                ),
             });
         }
     }
@@ -129,8 +135,16 @@ pub fn interleave_rows(
         dtype,
         rows,
         row_len,
-        [src.len(), dst.len()],
+        src.len(),
+        dst.len(),
     )?;
+    if dtype == DType::Q4KR8 {
+        for_each_record(rows, nb, |r, b, record| {
+            let block = &src[(r * nb + b) * bb..(r * nb + b + 1) * bb];
+            super::interleaved_q4_k::put_block(r % ROW_GROUP, block, &mut dst[record..]);
+        });
+        return Ok(());
+    }
     for_each_block(rows, nb, bb, |plain, (s, q)| {
         dst[s..s + 2].copy_from_slice(&src[plain..plain + 2]);
         dst[q..q + bb - 2].copy_from_slice(&src[plain + 2..plain + bb]);
@@ -154,13 +168,31 @@ pub fn deinterleave_rows(
         dtype,
         rows,
         row_len,
-        [src.len(), dst.len()],
+        dst.len(),
+        src.len(),
     )?;
+    if dtype == DType::Q4KR8 {
+        for_each_record(rows, nb, |r, b, record| {
+            let block = &mut dst[(r * nb + b) * bb..(r * nb + b + 1) * bb];
+            super::interleaved_q4_k::get_block(r % ROW_GROUP, &src[record..], block);
+        });
+        return Ok(());
+    }
     for_each_block(rows, nb, bb, |plain, (s, q)| {
         dst[plain..plain + 2].copy_from_slice(&src[s..s + 2]);
         dst[plain + 2..plain + bb].copy_from_slice(&src[q..q + bb - 2]);
     });
     Ok(())
+}
+
+/// Calls `f(row, block column, offset of the Q4_K record holding it)` for every block.
+fn for_each_record(rows: usize, nb: usize, mut f: impl FnMut(usize, usize, usize)) {
+    use super::interleaved_q4_k::RECORD;
+    for r in 0..rows {
+        for b in 0..nb {
+            f(r, b, ((r / ROW_GROUP) * nb + b) * RECORD);
+        }
+    }
 }
 
 /// Calls `f(offset in the row-major bytes, offsets in the interleaved bytes)` for every
@@ -203,6 +235,34 @@ mod tests {
         let mut vals_back = vec![0f32; rows * k];
         dequantize_row(base, &back, &mut vals_back).unwrap();
         assert!(vals_back.iter().all(|v| v.is_finite()));
+    }
+
+    #[test]
+    fn q4_k_round_trips_with_unpacked_scales() {
+        use crate::quant::interleaved_q4_k::{MINS, RECORD, SCALES, qs_offset};
+        let (rows, k) = (16, 512);
+        let vals: Vec<f32> = (0..rows * k)
+            .map(|i| ((i * 7919) % 113) as f32 / 40.0 - 1.3 + (i / 97 % 5) as f32)
+            .collect();
+        let mut plain = vec![0u8; DType::Q4K.bytes_for(rows * k).unwrap()];
+        quantize_row(DType::Q4K, &vals, &mut plain).unwrap();
+        let mut packed = vec![0u8; DType::Q4KR8.bytes_for(rows * k).unwrap()];
+        assert_eq!(packed.len(), plain.len() / 144 * 148);
+        interleave_rows(DType::Q4KR8, rows, k, &plain, &mut packed).unwrap();
+        let mut back = vec![0u8; plain.len()];
+        deinterleave_rows(DType::Q4KR8, rows, k, &packed, &mut back).unwrap();
+        assert_eq!(back, plain);
+        // Row 11 (group 1, pair 1, second row), super-block 1.
+        let block = &plain[(11 * 2 + 1) * 144..(11 * 2 + 2) * 144];
+        let record = (2 + 1) * RECORD;
+        let packed_scales: &[u8; 12] = block[4..16].try_into().unwrap();
+        for sub in 0..8 {
+            let (sc, m) = super::super::scale_min_k4::scale_min(sub, packed_scales);
+            assert_eq!(packed[record + SCALES + 16 + 8 + sub], sc);
+            assert_eq!(packed[record + MINS + 16 + 8 + sub], m);
+        }
+        let q = record + qs_offset(1, 2, 1) + 16;
+        assert_eq!(&packed[q..q + 16], &block[16 + 64 + 16..16 + 64 + 32]);
     }
 
     #[test]

@@ -17,6 +17,7 @@
 //! [`TensorError`] rather than panic.
 
 mod interleaved;
+pub mod interleaved_q4_k;
 mod q2_k;
 mod q3_k;
 mod q4_0;

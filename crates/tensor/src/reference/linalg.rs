@@ -51,15 +51,16 @@ pub(crate) fn linear(
         let (n, k) = (w.dims()[0], w.dims()[1]);
         let base = w.dtype().base_format();
         let bytes = w.layout().bytes_spanned();
-        let start = w.layout().offset() * base.block_bytes();
+        let start = w.layout().offset() * w.dtype().block_bytes();
         let src = &w.storage().host_bytes()?[start..start + bytes];
-        let mut storage = Storage::owned_zeroed(bytes)?;
+        let plain = base.bytes_for(n * k).unwrap_or(0);
+        let mut storage = Storage::owned_zeroed(plain)?;
         deinterleave_rows(
             w.dtype(),
             n,
             k,
             src,
-            &mut storage.host_bytes_mut()?[..bytes],
+            &mut storage.host_bytes_mut()?[..plain],
         )?;
         let plain = Tensor::from_storage(storage, Layout::contiguous(*w.shape(), base)?)?;
         return linear(x, &plain, bias, out);

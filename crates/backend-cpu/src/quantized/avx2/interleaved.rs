@@ -1,24 +1,32 @@
-//! AVX2 products over the row-interleaved layout [`DType::Q4_0R8`]:
-//! eight weight rows against one to four Q8_0 activation rows, reading one sequential
-//! stream (the layout is described in `tempra_tensor::quant::interleaved`). One row is
-//! the decode GEMV; more rows (prefill) reuse each unpacked weight block for every row.
+//! AVX2 products over the row-interleaved layouts [`DType::Q4_0R8`] and [`DType::Q4KR8`]:
+//! eight weight rows against one to four activation rows (Q8_0, Q8_K), reading one
+//! sequential stream (layouts in `tempra_tensor::quant::interleaved` and
+//! `interleaved_q4_k`). One row is the decode GEMV; more rows (prefill) reuse each
+//! unpacked weight block for every row.
 //!
 //! Per block column the eight rows' integer sums are folded into one vector by a `hadd`
-//! tree that leaves them in the layout's scale order (rows 0, 2, 4, 6, 1, 3, 5, 7), so
+//! tree that leaves them in the layouts' scale order (rows 0, 2, 4, 6, 1, 3, 5, 7), so
 //! the eight f16 scales convert in one instruction and one FMA accumulates the column.
-//! The activation block's scale and `Σ q` come precomputed ([`ActRow`]).
+//! Q4_K's sub-block scales multiply in `madd` against a vector whose 128-bit halves hold
+//! the two rows of a pair (one byte shuffle per sub-block and pair), its mins against
+//! the activation's sub-block sums.
 //!
 //! [`DType::Q4_0R8`]: tempra_tensor::DType::Q4_0R8
+//! [`DType::Q4KR8`]: tempra_tensor::DType::Q4KR8
 
 use std::arch::x86_64::*;
 
 use tempra_tensor::quant::SCALE_ROW_ORDER;
 
+use super::kquants::SHUFFLE_K4;
 use super::{q4_0_eight_row_sums, r8_dispatch};
 use crate::quantized::kernels::{ActRow, GemmR8Fn};
 
 /// Q4_0R8 weights × one to four Q8_0 activation rows.
 pub(super) const GEMM_Q4_0_R8: GemmR8Fn = r8_dispatch!(gemm_q4_0_r8);
+
+/// Q4_KR8 weights × one to four Q8_K activation rows.
+pub(super) const GEMM_Q4_K_R8: GemmR8Fn = r8_dispatch!(gemm_q4_k_r8);
 
 /// How far ahead of the current record the stream is prefetched (measured on Zen 3 at
 /// one thread on 2048 × 5632 Q4_0 from memory: none 9.5 GB/s, 512 B 10.2, 2 KiB 11.7,
@@ -81,6 +89,104 @@ unsafe fn gemm_q4_0_r8<const R: usize>(
                 let sums = q4_0_eight_row_sums(rows, act.blocks.add(b * AB + 2), *act.sums.add(b));
                 let d = _mm256_mul_ps(w_scales, _mm256_set1_ps(*act.scales.add(b)));
                 *acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sums), *acc);
+            }
+        }
+    }
+    store_rows(&acc, out);
+}
+
+/// Q8_K block layout: `d: f32`, `qs: [i8; 256]`, `bsums: [i16; 16]`.
+const Q8K_BYTES: usize = 292;
+const Q8K_QS: usize = 4;
+const Q8K_BSUMS: usize = 260;
+
+/// # Safety
+///
+/// See [`GemmR8Fn`] (here each `acts[r].blocks` points to `nb` Q8_K blocks; the scales
+/// and sums pointers are not read); `acts.len() >= R`.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn gemm_q4_k_r8<const R: usize>(
+    nb: usize,
+    w: *const u8,
+    acts: &[ActRow],
+    out: &mut [[f32; 8]],
+) {
+    use tempra_tensor::quant::interleaved_q4_k::{D, DMIN, MINS, RECORD, SCALES, qs_offset};
+    let m4 = _mm256_set1_epi8(0x0F);
+    // SAFETY: eight 32-byte tables.
+    let shuffles: [__m256i; 8] = std::array::from_fn(|i| unsafe {
+        _mm256_loadu_si256(SHUFFLE_K4[i].as_ptr() as *const __m256i)
+    });
+    let mut acc = [_mm256_setzero_ps(); R];
+    for b in 0..nb {
+        // SAFETY: record `b < nb` of the group and super-block `b` of each activation
+        // row (the `GemmR8Fn` contract).
+        unsafe {
+            let record = w.add(b * RECORD);
+            prefetch_ahead::<19>(record);
+            let a: [*const u8; R] =
+                std::array::from_fn(|r| acts.get_unchecked(r).blocks.add(b * Q8K_BYTES));
+            // Σ a per 32-value sub-block (pairs of the 16-value `bsums`), in both halves.
+            let sub_sums: [__m256i; R] = std::array::from_fn(|r| {
+                let bsums = a[r].add(Q8K_BSUMS);
+                _mm256_broadcastsi128_si256(_mm_hadd_epi16(
+                    _mm_loadu_si128(bsums as *const __m128i),
+                    _mm_loadu_si128(bsums.add(16) as *const __m128i),
+                ))
+            });
+            // Per activation row and row pair p: lanes 0..4 partial sums of row 2p,
+            // 4..8 of row 2p + 1. Each weight vector and scale shuffle is made once and
+            // used for every activation row.
+            let mut scaled = [[_mm256_setzero_si256(); 4]; R];
+            let mut mins = [[_mm256_setzero_si256(); 4]; R];
+            for p in 0..4 {
+                let m = _mm256_cvtepu8_epi16(_mm_loadu_si128(
+                    record.add(MINS + 16 * p) as *const __m128i
+                ));
+                for r in 0..R {
+                    mins[r][p] = _mm256_madd_epi16(m, sub_sums[r]);
+                }
+                let sc = _mm256_cvtepu8_epi16(_mm_loadu_si128(
+                    record.add(SCALES + 16 * p) as *const __m128i
+                ));
+                for j in 0..4 {
+                    let sc_lo = _mm256_shuffle_epi8(sc, shuffles[2 * j]);
+                    let sc_hi = _mm256_shuffle_epi8(sc, shuffles[2 * j + 1]);
+                    for h in 0..2 {
+                        let v =
+                            _mm256_loadu_si256(record.add(qs_offset(p, j, h)) as *const __m256i);
+                        let q_lo = _mm256_and_si256(v, m4);
+                        let q_hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                        for r in 0..R {
+                            let at = a[r].add(Q8K_QS + 64 * j + 16 * h);
+                            let a_lo =
+                                _mm256_broadcastsi128_si256(_mm_loadu_si128(at as *const __m128i));
+                            let a_hi = _mm256_broadcastsi128_si256(_mm_loadu_si128(
+                                at.add(32) as *const __m128i
+                            ));
+                            let lo = _mm256_madd_epi16(_mm256_maddubs_epi16(q_lo, a_lo), sc_lo);
+                            let hi = _mm256_madd_epi16(_mm256_maddubs_epi16(q_hi, a_hi), sc_hi);
+                            scaled[r][p] = _mm256_add_epi32(scaled[r][p], _mm256_add_epi32(lo, hi));
+                        }
+                    }
+                }
+            }
+            for r in 0..R {
+                let da = _mm256_set1_ps(std::ptr::read_unaligned(a[r] as *const f32));
+                // Lanes in the scale order (rows 0, 2, 4, 6, 1, 3, 5, 7), as `d`/`dmin`.
+                let (s, m) = (scaled[r], mins[r]);
+                let s = _mm256_cvtepi32_ps(_mm256_hadd_epi32(
+                    _mm256_hadd_epi32(s[0], s[1]),
+                    _mm256_hadd_epi32(s[2], s[3]),
+                ));
+                let m = _mm256_cvtepi32_ps(_mm256_hadd_epi32(
+                    _mm256_hadd_epi32(m[0], m[1]),
+                    _mm256_hadd_epi32(m[2], m[3]),
+                ));
+                let d = _mm256_cvtph_ps(_mm_loadu_si128(record.add(D) as *const __m128i));
+                let dmin = _mm256_cvtph_ps(_mm_loadu_si128(record.add(DMIN) as *const __m128i));
+                acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(d, da), s, acc[r]);
+                acc[r] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, da), m, acc[r]);
             }
         }
     }
