@@ -137,6 +137,7 @@ impl GpuBackend {
     /// Returns the bytes freed.
     pub fn trim(&self) -> Result<usize> {
         self.synchronize()?;
+        self.ctx.clear_rope_tables();
         Ok(self.ctx.pool.trim() + self.ctx.params_pool.trim() + self.ctx.staging_pool.trim())
     }
 

@@ -49,6 +49,8 @@ pub(crate) struct DeviceContext {
     pub(crate) live: Arc<AtomicUsize>,
     /// A small buffer bound where a kernel's optional input is absent.
     placeholder: DeviceBlock,
+    /// Rope frequency tables by content (see [`DeviceContext::rope_table`]).
+    rope_tables: Mutex<Vec<(Vec<u8>, Arc<DeviceBlock>)>>,
     recorder: Mutex<Recorder>,
 }
 
@@ -129,8 +131,49 @@ impl DeviceContext {
             arena_memory,
             live,
             placeholder,
+            rope_tables: Mutex::new(Vec::new()),
             recorder: Mutex::new(Recorder::default()),
         })
+    }
+
+    /// The device buffer holding a rope table whose first bytes are `inv` (the inverse
+    /// frequencies), with `extra` more bytes after them for frequency factors, made and
+    /// written once per distinct table and then shared by every rope call. A pooled
+    /// per-call scratch was reusable only once the GPU had finished the call before, so
+    /// how many a step allocated depended on how far the GPU lagged; a shared table is
+    /// safe because its host-written bytes never change (the factors are copied in
+    /// order within the command stream). [`Self::clear_rope_tables`] frees them.
+    pub(crate) fn rope_table(&self, inv: &[u8], extra: usize) -> Result<Arc<DeviceBlock>> {
+        /// Distinct tables kept (a model has one or two rope configurations).
+        const KEEP: usize = 16;
+        let mut key = inv.to_vec();
+        key.extend_from_slice(&(extra as u64).to_le_bytes());
+        let mut tables = self.rope_tables.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, block)) = tables.iter().find(|(k, _)| *k == key) {
+            return Ok(Arc::clone(block));
+        }
+        let block = Arc::new(
+            self.owned_memory
+                .make((inv.len() + extra).max(4))
+                .map_err(|e| GpuError::Device {
+                    op: "rope",
+                    message: e.to_string(),
+                })?,
+        );
+        self.write_bytes(&block, 0, inv)?;
+        if tables.len() == KEEP {
+            tables.remove(0);
+        }
+        tables.push((key, Arc::clone(&block)));
+        Ok(block)
+    }
+
+    /// Frees the cached rope tables (their buffers go once no call in flight uses them).
+    pub(crate) fn clear_rope_tables(&self) {
+        self.rope_tables
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
     }
 
     /// A binding of the placeholder buffer, for an absent optional input.

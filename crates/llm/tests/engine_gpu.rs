@@ -105,9 +105,10 @@ fn greedy(model: &Arc<Model>, prompt: &[u32], n: usize) -> Vec<u32> {
     out
 }
 
-/// Nothing ran on the host, and the device pool served only the rope kernel's frequency
-/// table (its one per-call scratch lease, recycled): nothing outstanding, and another
-/// step makes no new device allocation.
+/// Nothing ran on the host, and the device pool serves no step: nothing outstanding,
+/// and another step makes no new device allocation (rope's frequency tables are kept per
+/// content by the backend, not leased per call, so this does not depend on how far the
+/// GPU lags behind the host).
 fn check_no_allocation_no_fallback(model: &Arc<Model>, what: &str) {
     let gpu = model.gpu_backend().expect("a GPU model");
     let fallbacks = gpu.host_fallbacks();

@@ -1,10 +1,11 @@
 //! Rotary position embedding (and its inverse). The inverse frequencies are computed on
-//! the host in f64 (every scaling mode) into a small pooled table; GGUF frequency
-//! factors, when given, are copied after them on the GPU.
+//! the host in f64 (every scaling mode) into a small table kept per distinct content
+//! (`DeviceContext::rope_table`); GGUF frequency factors, when given, are copied after
+//! them on the GPU.
 
 use std::sync::Arc;
 
-use tempra_tensor::{RopeConfig, RopeStyle, Tensor, TensorError};
+use tempra_tensor::{RopeConfig, RopeStyle, Tensor};
 
 use crate::device_context::DeviceContext;
 use crate::error::Result;
@@ -43,41 +44,36 @@ pub(crate) fn rope(
     let r = x.rank();
     let (t, h, d) = (x.dims()[r - 3], x.dims()[r - 2], x.dims()[r - 1]);
     let half = config.rotary_dims / 2;
-    let inv: Vec<f32> = (0..half).map(|i| config.inv_freq(i, 1.0) as f32).collect();
+    let mut inv: Vec<f32> = (0..half).map(|i| config.inv_freq(i, 1.0) as f32).collect();
     let table_bytes = half * 4 * if freq_factors.is_some() { 2 } else { 1 };
-    let table = ctx
-        .pool
-        .acquire(table_bytes.max(4))
-        .map_err(|source| TensorError::Pool { op: OP, source })?;
-    ctx.write_bytes(table.block(), 0, bytemuck::cast_slice(&inv))?;
-    if let Some(ff) = freq_factors {
+    // Contiguous factors are copied into the table in command order on every call; a
+    // strided factor view (rare) is read back and becomes part of the table's content.
+    let copied = match freq_factors {
+        Some(ff) if ctx.operand(ff)?.layout.is_contiguous() => Some(ff),
+        Some(ff) => {
+            inv.extend(ff.to_vec::<f32>()?);
+            None
+        }
+        None => None,
+    };
+    let host_bytes = inv.len() * 4;
+    let table = ctx.rope_table(
+        bytemuck::cast_slice(&inv),
+        table_bytes.saturating_sub(host_bytes),
+    )?;
+    if let Some(ff) = copied {
         let fo = ctx.operand(ff)?;
         let (start, end) = fo.byte_range();
-        if fo.layout.is_contiguous() {
-            ctx.record_copy(
-                fo.block(),
-                start,
-                table.block(),
-                (half * 4) as u64,
-                end - start,
-            )?;
-        } else {
-            let values = ff.to_vec::<f32>()?; // a strided factor view: read back (rare)
-            ctx.write_bytes(table.block(), half * 4, bytemuck::cast_slice(&values))?;
-        }
+        ctx.record_copy(fo.block(), start, &table, (half * 4) as u64, end - start)?;
     }
     let xo = ctx.operand(x)?;
     let po = ctx.operand(positions)?;
     let oo = ctx.output(OP, out)?;
     let (xw, xrel) = xo.bind(ctx, OP, "input")?;
     let (pw, prel) = po.bind(ctx, OP, "positions")?;
-    let (tw, _) = ctx.rules.window(
-        OP,
-        "frequencies",
-        table.block(),
-        0,
-        table_bytes.max(4) as u64,
-    )?;
+    let (tw, _) = ctx
+        .rules
+        .window(OP, "frequencies", &table, 0, table_bytes.max(4) as u64)?;
     let (ow, orel) = oo.bind(ctx, OP, "output")?;
     let rows = Rows::of(x.layout());
     let mut p = Params::new();
