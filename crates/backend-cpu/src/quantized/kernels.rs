@@ -143,14 +143,12 @@ unsafe fn scalar_gemm_r8<W: QuantDot>(
             let mut sum = 0f32;
             for b in 0..nb {
                 let rec = &w[b * record..(b + 1) * record];
-                if W::DTYPE == DType::Q4K {
-                    quant::interleaved_q4_k::get_block(r, rec, &mut block[..bb]);
-                } else {
-                    // Offsets within the record (row r of a one-block group).
-                    let (s, q) = quant::block_offsets(r, 0, 1, bb);
-                    block[..2].copy_from_slice(&rec[s..s + 2]);
-                    block[2..bb].copy_from_slice(&rec[q..q + bb - 2]);
-                }
+                quant::get_block(
+                    W::DTYPE.interleaved().unwrap_or(W::DTYPE),
+                    r,
+                    rec,
+                    &mut block[..bb],
+                );
                 // Whole blocks of matching formats: the reference cannot fail.
                 sum += quant::vec_dot(W::DTYPE, &block[..bb], &a[b * ab..(b + 1) * ab])
                     .unwrap_or(f32::NAN);

@@ -77,17 +77,42 @@ fn check(
     Ok((nb, base.block_bytes()))
 }
 
-/// Where block `b` of row `r` lies in interleaved bytes of `nb` blocks per row and
-/// `bb` base block bytes: (offset of its f16 scale, offset of its quants).
-pub fn block_offsets(r: usize, b: usize, nb: usize, bb: usize) -> (usize, usize) {
-    let (g, lane) = (r / ROW_GROUP, r % ROW_GROUP);
-    let record = (g * nb + b) * ROW_GROUP * bb;
-    let slot = SCALE_ROW_ORDER
+/// The slot of row `r` (0..8) of a group in the scale order.
+pub(crate) fn scale_slot(r: usize) -> usize {
+    SCALE_ROW_ORDER
         .iter()
-        .position(|&row| row == lane)
-        .unwrap_or(0);
-    let quants = bb - 2;
-    (record + 2 * slot, record + 2 * ROW_GROUP + lane * quants)
+        .position(|&row| row == r)
+        .unwrap_or(0)
+}
+
+/// Writes row `r`'s (0..8) block of the base format of `dtype` (`block`, as GGUF stores
+/// it) into its places in `record`, one record of `dtype` (`8 · block_bytes` bytes).
+pub fn put_block(dtype: DType, r: usize, block: &[u8], record: &mut [u8]) {
+    if dtype == DType::Q4KR8 {
+        return super::interleaved_q4_k::put_block(r, block, record);
+    }
+    let (s, q, n) = (
+        2 * scale_slot(r),
+        2 * ROW_GROUP + r * (block.len() - 2),
+        block.len() - 2,
+    );
+    record[s..s + 2].copy_from_slice(&block[..2]);
+    record[q..q + n].copy_from_slice(&block[2..]);
+}
+
+/// Reads row `r`'s (0..8) block of the base format of `dtype` back out of `record`, one
+/// record of `dtype`, into `block` (the base format's block size).
+pub fn get_block(dtype: DType, r: usize, record: &[u8], block: &mut [u8]) {
+    if dtype == DType::Q4KR8 {
+        return super::interleaved_q4_k::get_block(r, record, block);
+    }
+    let (s, q, n) = (
+        2 * scale_slot(r),
+        2 * ROW_GROUP + r * (block.len() - 2),
+        block.len() - 2,
+    );
+    block[..2].copy_from_slice(&record[s..s + 2]);
+    block[2..].copy_from_slice(&record[q..q + n]);
 }
 
 /// Checks that a `linear` weight `w [N, K]` of a row-interleaved dtype is whole groups:
@@ -130,24 +155,10 @@ pub fn interleave_rows(
     src: &[u8],
     dst: &mut [u8],
 ) -> Result<()> {
-    let (nb, bb) = check(
-        "interleave_rows",
-        dtype,
-        rows,
-        row_len,
-        src.len(),
-        dst.len(),
-    )?;
-    if dtype == DType::Q4KR8 {
-        for_each_record(rows, nb, |r, b, record| {
-            let block = &src[(r * nb + b) * bb..(r * nb + b + 1) * bb];
-            super::interleaved_q4_k::put_block(r % ROW_GROUP, block, &mut dst[record..]);
-        });
-        return Ok(());
-    }
-    for_each_block(rows, nb, bb, |plain, (s, q)| {
-        dst[s..s + 2].copy_from_slice(&src[plain..plain + 2]);
-        dst[q..q + bb - 2].copy_from_slice(&src[plain + 2..plain + bb]);
+    let op = "interleave_rows";
+    let (nb, bb) = check(op, dtype, rows, row_len, src.len(), dst.len())?;
+    for_each_block(dtype, rows, nb, bb, |r, plain, record| {
+        put_block(dtype, r, &src[plain..plain + bb], &mut dst[record]);
     });
     Ok(())
 }
@@ -163,44 +174,28 @@ pub fn deinterleave_rows(
     src: &[u8],
     dst: &mut [u8],
 ) -> Result<()> {
-    let (nb, bb) = check(
-        "deinterleave_rows",
-        dtype,
-        rows,
-        row_len,
-        dst.len(),
-        src.len(),
-    )?;
-    if dtype == DType::Q4KR8 {
-        for_each_record(rows, nb, |r, b, record| {
-            let block = &mut dst[(r * nb + b) * bb..(r * nb + b + 1) * bb];
-            super::interleaved_q4_k::get_block(r % ROW_GROUP, &src[record..], block);
-        });
-        return Ok(());
-    }
-    for_each_block(rows, nb, bb, |plain, (s, q)| {
-        dst[plain..plain + 2].copy_from_slice(&src[s..s + 2]);
-        dst[plain + 2..plain + bb].copy_from_slice(&src[q..q + bb - 2]);
+    let op = "deinterleave_rows";
+    let (nb, bb) = check(op, dtype, rows, row_len, dst.len(), src.len())?;
+    for_each_block(dtype, rows, nb, bb, |r, plain, record| {
+        get_block(dtype, r, &src[record], &mut dst[plain..plain + bb]);
     });
     Ok(())
 }
 
-/// Calls `f(row, block column, offset of the Q4_K record holding it)` for every block.
-fn for_each_record(rows: usize, nb: usize, mut f: impl FnMut(usize, usize, usize)) {
-    use super::interleaved_q4_k::RECORD;
+/// Calls `f(row in its group, offset of the block in the row-major bytes, byte range of
+/// the record holding it)` for every block of `rows` rows of `nb` blocks of `bb` bytes.
+fn for_each_block(
+    dtype: DType,
+    rows: usize,
+    nb: usize,
+    bb: usize,
+    mut f: impl FnMut(usize, usize, std::ops::Range<usize>),
+) {
+    let record = ROW_GROUP * dtype.block_bytes();
     for r in 0..rows {
         for b in 0..nb {
-            f(r, b, ((r / ROW_GROUP) * nb + b) * RECORD);
-        }
-    }
-}
-
-/// Calls `f(offset in the row-major bytes, offsets in the interleaved bytes)` for every
-/// block of `rows` rows of `nb` blocks of `bb` bytes.
-fn for_each_block(rows: usize, nb: usize, bb: usize, mut f: impl FnMut(usize, (usize, usize))) {
-    for r in 0..rows {
-        for b in 0..nb {
-            f((r * nb + b) * bb, block_offsets(r, b, nb, bb));
+            let at = ((r / ROW_GROUP) * nb + b) * record;
+            f(r % ROW_GROUP, (r * nb + b) * bb, at..at + record);
         }
     }
 }

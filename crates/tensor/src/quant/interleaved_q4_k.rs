@@ -4,7 +4,7 @@
 //!
 //! | bytes | contents |
 //! | --- | --- |
-//! | 0..16 | the eight rows' `d` (f16), in the order [`SCALE_ROW_ORDER`] |
+//! | 0..16 | the eight rows' `d` (f16), in the order [`SCALE_ROW_ORDER`](super::SCALE_ROW_ORDER) |
 //! | 16..32 | the eight rows' `dmin` (f16), same order |
 //! | 32..96 | per row pair `p` (rows `2p`, `2p + 1`): 16 bytes, the eight sub-block scales of row `2p` then those of row `2p + 1` |
 //! | 96..160 | the same for the eight sub-block mins |
@@ -16,7 +16,7 @@
 //!
 //! [`DType::Q4KR8`]: crate::DType::Q4KR8
 
-use super::interleaved::SCALE_ROW_ORDER;
+use super::interleaved::scale_slot;
 use super::scale_min_k4::{K_SCALE_SIZE, pack_scale_min, scale_min};
 
 /// Bytes of one record (eight rows, one super-block column).
@@ -37,18 +37,10 @@ pub const fn qs_offset(p: usize, j: usize, h: usize) -> usize {
     QS + ((p * 4 + j) * 2 + h) * 32
 }
 
-/// The slot of row `r` (0..8) in the scale order.
-fn slot(r: usize) -> usize {
-    SCALE_ROW_ORDER
-        .iter()
-        .position(|&row| row == r)
-        .unwrap_or(0)
-}
-
 /// Writes row `r`'s (0..8) Q4_K block (144 bytes) into its places in `record`.
-pub fn put_block(r: usize, block: &[u8], record: &mut [u8]) {
+pub(crate) fn put_block(r: usize, block: &[u8], record: &mut [u8]) {
     let (p, half) = (r / 2, r % 2);
-    let s = slot(r);
+    let s = scale_slot(r);
     record[D + 2 * s..D + 2 * s + 2].copy_from_slice(&block[0..2]);
     record[DMIN + 2 * s..DMIN + 2 * s + 2].copy_from_slice(&block[2..4]);
     let packed: &[u8; K_SCALE_SIZE] = block[4..16].try_into().unwrap_or(&[0; K_SCALE_SIZE]);
@@ -67,9 +59,9 @@ pub fn put_block(r: usize, block: &[u8], record: &mut [u8]) {
 }
 
 /// Reads row `r`'s (0..8) Q4_K block (144 bytes) back out of `record`.
-pub fn get_block(r: usize, record: &[u8], block: &mut [u8]) {
+pub(crate) fn get_block(r: usize, record: &[u8], block: &mut [u8]) {
     let (p, half) = (r / 2, r % 2);
-    let s = slot(r);
+    let s = scale_slot(r);
     block[0..2].copy_from_slice(&record[D + 2 * s..D + 2 * s + 2]);
     block[2..4].copy_from_slice(&record[DMIN + 2 * s..DMIN + 2 * s + 2]);
     let mut scales = [0u8; 8];

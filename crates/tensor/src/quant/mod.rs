@@ -36,8 +36,8 @@ mod scale_search;
 mod vec_dot;
 
 pub use interleaved::{
-    ROW_GROUP, SCALE_ROW_ORDER, block_offsets, check_interleaved_weight, deinterleave_rows,
-    interleave_rows,
+    ROW_GROUP, SCALE_ROW_ORDER, check_interleaved_weight, deinterleave_rows, get_block,
+    interleave_rows, put_block,
 };
 pub use q2_k::BlockQ2K;
 pub use q3_k::BlockQ3K;

@@ -19,14 +19,14 @@ use std::arch::x86_64::*;
 use tempra_tensor::quant::SCALE_ROW_ORDER;
 
 use super::kquants::SHUFFLE_K4;
-use super::{q4_0_eight_row_sums, r8_dispatch};
+use super::{q4_0_eight_row_sums, rows_dispatch};
 use crate::quantized::kernels::{ActRow, GemmR8Fn};
 
 /// Q4_0R8 weights × one to four Q8_0 activation rows.
-pub(super) const GEMM_Q4_0_R8: GemmR8Fn = r8_dispatch!(gemm_q4_0_r8);
+pub(super) const GEMM_Q4_0_R8: GemmR8Fn = rows_dispatch!(gemm_q4_0_r8, GemmR8Fn, ActRow, [f32; 8]);
 
 /// Q4_KR8 weights × one to four Q8_K activation rows.
-pub(super) const GEMM_Q4_K_R8: GemmR8Fn = r8_dispatch!(gemm_q4_k_r8);
+pub(super) const GEMM_Q4_K_R8: GemmR8Fn = rows_dispatch!(gemm_q4_k_r8, GemmR8Fn, ActRow, [f32; 8]);
 
 /// How far ahead of the current record the stream is prefetched (measured on Zen 3 at
 /// one thread on 2048 × 5632 Q4_0 from memory: none 9.5 GB/s, 512 B 10.2, 2 KiB 11.7,

@@ -46,13 +46,17 @@ pub(crate) fn table(base: QuantKernels) -> QuantKernels {
     .with_interleaved(interleaved::GEMM_Q4_0_R8, interleaved::GEMM_Q4_K_R8)
 }
 
-/// Wraps `$f::<R>` (R = 1..=4 activation rows) into one `DotFn`.
+/// Wraps `$f::<R>` (R = 1..=4 activation rows) into one function of type `$ty`
+/// (`DotFn` by default, or `GemmR8Fn` with its activation and output types).
 macro_rules! rows_dispatch {
-    ($f:ident) => {{
+    ($f:ident) => {
+        rows_dispatch!($f, DotFn, *const u8, f32)
+    };
+    ($f:ident, $ty:ty, $act:ty, $out:ty) => {{
         /// # Safety
         ///
-        /// See `DotFn`; AVX2, FMA and F16C present.
-        unsafe fn entry(nb: usize, w: *const u8, acts: &[*const u8], out: &mut [f32]) {
+        /// See the function type's contract; AVX2, FMA and F16C present.
+        unsafe fn entry(nb: usize, w: *const u8, acts: &[$act], out: &mut [$out]) {
             // SAFETY: forwarded contract; `R` equals `acts.len()` (1..=4).
             unsafe {
                 match acts.len() {
@@ -63,32 +67,10 @@ macro_rules! rows_dispatch {
                 }
             }
         }
-        entry as DotFn
+        entry as $ty
     }};
 }
 pub(crate) use rows_dispatch;
-
-/// Wraps `$f::<R>` (R = 1..=4 activation rows) into one `GemmR8Fn`.
-macro_rules! r8_dispatch {
-    ($f:ident) => {{
-        /// # Safety
-        ///
-        /// See `GemmR8Fn`; AVX2, FMA and F16C present.
-        unsafe fn entry(nb: usize, w: *const u8, acts: &[ActRow], out: &mut [[f32; 8]]) {
-            // SAFETY: forwarded contract; `R` equals `acts.len()` (1..=4).
-            unsafe {
-                match acts.len() {
-                    1 => $f::<1>(nb, w, acts, out),
-                    2 => $f::<2>(nb, w, acts, out),
-                    3 => $f::<3>(nb, w, acts, out),
-                    _ => $f::<4>(nb, w, acts, out),
-                }
-            }
-        }
-        entry as GemmR8Fn
-    }};
-}
-pub(crate) use r8_dispatch;
 
 /// An f16 at `p` (any alignment) as f32.
 ///
