@@ -116,15 +116,26 @@ fn half_precision_inputs() {
 fn threaded_and_single_threaded_agree_bitwise() {
     // Large enough to be split over threads; every task computes its tiles with the same
     // blocking and summation order, so per ISA the results are identical, not just close.
-    let (m, n, k) = (96, 200, 300);
-    let a = float_tensor(&normal(m * k, 16), &[m, k], DType::F32);
-    let b = float_tensor(&normal(k * n, 17), &[k, n], DType::F32);
-    let results: Vec<(String, Vec<f32>)> = cpu_contexts()
+    // The shapes take both schedules at 3 threads: few rows (tasks split the columns and
+    // each packs A) and many rows (tasks pack a shared B block and split the rows), the
+    // latter over several depth blocks and, with the scalar kernel, two column blocks.
+    for (i, (m, n, k)) in [(40, 800, 300), (160, 200, 600), (150, 2100, 40)]
         .into_iter()
-        .map(|(name, ctx)| (name, ctx.matmul(&a, &b).unwrap().to_vec_f32().unwrap()))
-        .collect();
-    for pair in results.chunks(2) {
-        assert_eq!(pair[0].1, pair[1].1, "{} vs {}", pair[0].0, pair[1].0);
+        .enumerate()
+    {
+        let a = float_tensor(&normal(m * k, 16 + i as u64), &[m, k], DType::F32);
+        let b = float_tensor(&normal(k * n, 32 + i as u64), &[k, n], DType::F32);
+        let results: Vec<(String, Vec<f32>)> = cpu_contexts()
+            .into_iter()
+            .map(|(name, ctx)| (name, ctx.matmul(&a, &b).unwrap().to_vec_f32().unwrap()))
+            .collect();
+        for pair in results.chunks(2) {
+            assert_eq!(
+                pair[0].1, pair[1].1,
+                "{m}x{n}x{k}: {} vs {}",
+                pair[0].0, pair[1].0
+            );
+        }
+        check(&format!("threaded {m}x{n}x{k}"), &a, &b);
     }
-    check("threaded", &a, &b);
 }

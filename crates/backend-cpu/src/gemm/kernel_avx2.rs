@@ -11,6 +11,8 @@ use std::arch::x86_64::*;
 pub(crate) const MR: usize = 6;
 /// Columns of C per tile.
 pub(crate) const NR: usize = 16;
+/// How far ahead (in f32s) the kernel prefetches its A panel.
+const A_AHEAD: usize = MR * 16;
 
 /// `C[0..6, 0..16] (+)= A_panel · B_panel` over depth `kc`.
 ///
@@ -39,19 +41,43 @@ pub(crate) unsafe fn kernel(
     }
     let mut acc = [[_mm256_setzero_ps(); 2]; MR];
     let (mut a, mut b) = (a, b);
-    for _ in 0..kc {
-        // SAFETY: the caller guarantees `kc` steps of 16 (B) and 6 (A) readable values.
-        unsafe {
-            let b0 = _mm256_loadu_ps(b);
-            let b1 = _mm256_loadu_ps(b.add(8));
+    /// One depth step: two B vectors, six A broadcasts, twelve FMAs.
+    macro_rules! step {
+        ($a:expr, $b:expr) => {{
+            let b0 = _mm256_loadu_ps($b);
+            let b1 = _mm256_loadu_ps($b.add(8));
             for (i, row) in acc.iter_mut().enumerate() {
-                let ai = _mm256_broadcast_ss(&*a.add(i));
+                let ai = _mm256_broadcast_ss(&*$a.add(i));
                 row[0] = _mm256_fmadd_ps(ai, b0, row[0]);
                 row[1] = _mm256_fmadd_ps(ai, b1, row[1]);
             }
+        }};
+    }
+    let mut p = 0;
+    while p + 8 <= kc {
+        // SAFETY: the caller guarantees `kc` steps of 16 (B) and 6 (A) readable values;
+        // prefetches are hints that never fault.
+        unsafe {
+            // The A panel streams from L2: ask for it 16 steps (384 bytes) ahead.
+            for line in 0..3 {
+                _mm_prefetch::<_MM_HINT_T0>(a.wrapping_add(A_AHEAD + 16 * line) as *const i8);
+            }
+            for u in 0..8 {
+                step!(a.add(MR * u), b.add(NR * u));
+            }
+            a = a.add(MR * 8);
+            b = b.add(NR * 8);
+        }
+        p += 8;
+    }
+    while p < kc {
+        // SAFETY: as above.
+        unsafe {
+            step!(a, b);
             a = a.add(MR);
             b = b.add(NR);
         }
+        p += 1;
     }
     for (i, row) in acc.iter().enumerate() {
         // SAFETY: the caller guarantees a 6×16 tile at `c` with row stride `ldc`.

@@ -13,9 +13,12 @@
 //! ```
 //!
 //! Packing reads each operand along its contiguous direction, so transposed views are
-//! never copied whole, and converts F16/BF16 to f32 on the way. Threads split C into
-//! column (or row) ranges; each task packs its own panels into one pool scratch lease
-//! (`(MC + MR) · KC + (NC + NR) · KC` f32s, about 0.6 MiB with the AVX2 blocking).
+//! never copied whole, converts F16/BF16 (and dequantizes blocks) on the way, and
+//! prefetches the source runs it reads next. With enough rows per thread, the tasks pack
+//! each B block together into one shared scratch (`KC · NC` f32s) and then split the
+//! rows of C, each packing its own A panels (`MC · KC`): nothing is packed twice, as in
+//! BLIS. With few rows they split the columns and each packs the short A itself. Scratch
+//! comes from the pool.
 
 mod dequant;
 pub(crate) mod gemv;
@@ -23,6 +26,8 @@ mod kernel_avx2;
 mod kernel_scalar;
 pub(crate) mod operand;
 mod pack;
+#[cfg(target_arch = "x86_64")]
+mod pack_avx2;
 #[cfg(test)]
 mod probe;
 
@@ -33,7 +38,7 @@ use tempra_pool::HostPool;
 use tempra_tensor::{Result, TensorError};
 
 pub(crate) use operand::{MatRef, Values};
-use pack::{KC_MAX, pack_panels};
+use pack::{KC_MAX, PackOps, pack_panels};
 
 use crate::parallel::Parallel;
 
@@ -50,6 +55,8 @@ pub(crate) struct GemmKernel {
     nc: usize,
     /// `C[MR×NR] (+)= A_panel · B_panel`; see the kernels' safety contracts.
     run: unsafe fn(usize, *const f32, *const f32, *mut f32, usize, bool),
+    /// The packing helpers of the same ISA.
+    pack: PackOps,
 }
 
 /// The portable kernel: every target has it.
@@ -61,6 +68,10 @@ pub(crate) const SCALAR: GemmKernel = GemmKernel {
     mc: 64,
     nc: 2048,
     run: kernel_scalar::kernel,
+    pack: PackOps {
+        transpose16: None,
+        f16_to_f32: None,
+    },
 };
 
 // Dequantize-while-packing reads whole blocks: every depth block must cover whole
@@ -78,9 +89,13 @@ const AVX2: GemmKernel = GemmKernel {
     kc: 256,
     mc: 72,
     nc: 3072,
-    // SAFETY (of later calls): `avx2_kernel` is only returned when AVX2 and FMA were
+    // SAFETY (of later calls): `avx2_kernel` is only returned when AVX2, FMA and F16C were
     // detected at run time.
     run: avx2_entry,
+    pack: PackOps {
+        transpose16: Some(pack_avx2::transpose16),
+        f16_to_f32: Some(pack_avx2::f16_to_f32),
+    },
 };
 
 /// Calls the AVX2 kernel (a plain `unsafe fn` pointer for the table).
@@ -94,10 +109,13 @@ unsafe fn avx2_entry(kc: usize, a: *const f32, b: *const f32, c: *mut f32, ldc: 
     unsafe { kernel_avx2::kernel(kc, a, b, c, ldc, acc) }
 }
 
-/// The AVX2 kernel if this CPU has AVX2 and FMA.
+/// The AVX2 kernel (and packing helpers) if this CPU has AVX2, FMA and F16C.
 pub(crate) fn avx2_kernel() -> Option<GemmKernel> {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+    if std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("fma")
+        && std::arch::is_x86_feature_detected!("f16c")
+    {
         return Some(AVX2);
     }
     None
@@ -112,10 +130,18 @@ pub(crate) fn best_kernel() -> GemmKernel {
 /// Work below this many multiply-adds stays on the calling thread.
 const MIN_PARALLEL_MACS: usize = 1 << 18;
 
-/// The narrowest share of the split output side (columns or rows) one task gets: a task
-/// repacks the operand that is not split (≈ 0.3 ns per value against ≈ 1/32 ns per
+/// The narrowest share of the output columns one task gets when the tasks split columns:
+/// each such task packs all of A again (≈ 0.3 ns per value against ≈ 1/32 ns per
 /// multiply-add at peak), which costs about `10 / edge` of its time.
 const MIN_TASK_EDGE: usize = 384;
+
+/// Rows of C per thread from which the tasks share one packed B block and split the rows
+/// (no operand is packed twice); below it they split the columns and each packs the
+/// (short) A whole.
+const MIN_SHARED_ROWS: usize = 48;
+
+/// The fewest B panels one task packs when the tasks pack a shared B block together.
+const MIN_PACK_PANELS: usize = 8;
 
 /// The output matrix: `m × n` f32s at `ptr` with row stride `ldc`.
 #[derive(Clone, Copy, Debug)]
@@ -165,6 +191,24 @@ impl OutPtr {
     }
 }
 
+/// The packed B block the tasks of one product share: written by disjoint panel ranges
+/// while it is packed, then only read.
+#[derive(Clone, Copy, Debug)]
+struct SharedPanels(*mut f32);
+
+// SAFETY: the packing tasks write disjoint panel ranges (`parallel_for` hands out disjoint
+// item ranges) and the compute tasks only read, after the packing job has returned.
+unsafe impl Send for SharedPanels {}
+// SAFETY: as above.
+unsafe impl Sync for SharedPanels {}
+
+impl SharedPanels {
+    /// The pointer (a method, so closures capture the whole `Sync` wrapper).
+    fn ptr(self) -> *mut f32 {
+        self.0
+    }
+}
+
 /// One product's settings: kernel, scratch pool and worker pool.
 #[derive(Clone, Copy)]
 pub(crate) struct Gemm<'a> {
@@ -186,6 +230,11 @@ impl Gemm<'_> {
     /// `C = A · B` for `A [m, k]`, `B [k, n]` into `c` (an `m × n` matrix with row stride
     /// `ldc` that no one else touches during the call), split over the worker pool.
     ///
+    /// With enough rows per thread the tasks pack each B block together into one shared
+    /// scratch and then split the rows of C, each packing only its own rows of A (BLIS's
+    /// scheme: nothing is packed twice, the B block is read from the shared cache by all).
+    /// With few rows they split the columns, and each packs the short A itself.
+    ///
     /// # Safety
     ///
     /// `c` addresses an `m × n` region with row stride `ldc` that is valid for writes and
@@ -203,52 +252,39 @@ impl Gemm<'_> {
             return Ok(());
         }
         let macs = m.saturating_mul(n).saturating_mul(k.max(1));
-        if self.par.threads() <= 1 || macs < MIN_PARALLEL_MACS {
+        let threads = self.par.threads();
+        if threads <= 1 || macs < MIN_PARALLEL_MACS || k == 0 {
             // SAFETY: forwarded contract.
             return unsafe { self.task(m, n, k, a, b, c) };
         }
-        let (mr, nr) = (self.kernel.mr, self.kernel.nr);
+        if m >= threads * MIN_SHARED_ROWS {
+            // SAFETY: forwarded contract.
+            return unsafe { self.shared_b(m, n, k, a, b, c) };
+        }
+        let nr = self.kernel.nr;
         let error = Mutex::new(None);
-        // Split the larger output side into panel ranges.
-        // Split the side that gives every thread a wide share; else the larger side.
-        let threads = self.par.threads();
-        let (cols_wide, rows_wide) = (n >= threads * MIN_TASK_EDGE, m >= threads * MIN_TASK_EDGE);
-        let split_cols = if cols_wide != rows_wide {
-            cols_wide
-        } else {
-            n >= m
-        };
-        let (items, per_item_macs) = if split_cols {
-            (n.div_ceil(nr), m * k.max(1) * nr)
-        } else {
-            (m.div_ceil(mr), n * k.max(1) * mr)
-        };
-        // Each task packs the whole unsplit operand again: keep its share of the output
-        // wide enough ([`MIN_TASK_EDGE`]) that this stays a few percent of the work.
-        let edge_items = if cols_wide || rows_wide {
-            MIN_TASK_EDGE.div_ceil(if split_cols { nr } else { mr })
+        let items = n.div_ceil(nr);
+        // Each task packs all of A again: keep its share of the columns wide enough
+        // ([`MIN_TASK_EDGE`]) that this stays a few percent of its work.
+        let edge_items = if n >= threads * MIN_TASK_EDGE {
+            MIN_TASK_EDGE.div_ceil(nr)
         } else {
             1
         };
-        let min_items = MIN_PARALLEL_MACS.div_ceil(per_item_macs).max(edge_items);
+        let min_items = MIN_PARALLEL_MACS.div_ceil(m * k * nr).max(edge_items);
         self.par
             .parallel_for(items, min_items, &|range: Range<usize>| {
-                let (rows, cols) = if split_cols {
-                    (0..m, range.start * nr..(range.end * nr).min(n))
-                } else {
-                    (range.start * mr..(range.end * mr).min(m), 0..n)
-                };
-                // SAFETY: tasks get disjoint row or column ranges of C (parallel_for hands out
+                let cols = range.start * nr..(range.end * nr).min(n);
+                // SAFETY: tasks get disjoint column ranges of C (parallel_for hands out
                 // disjoint item ranges), inside the region the caller vouched for.
                 let result = unsafe {
-                    let c = c.at(rows.start, cols.start);
                     self.task(
-                        rows.len(),
+                        m,
                         cols.len(),
                         k,
-                        a.at(rows.start, 0),
+                        a,
                         b.at(0, cols.start),
-                        c,
+                        c.at(0, cols.start),
                     )
                 };
                 if let Err(e) = result {
@@ -258,6 +294,179 @@ impl Gemm<'_> {
         match error.into_inner().unwrap_or_else(|p| p.into_inner()) {
             Some(e) => Err(e),
             None => Ok(()),
+        }
+    }
+
+    /// The shared-B schedule of [`Gemm::gemm`]: per B block, one job packs its panels
+    /// (tasks take disjoint panel ranges) and a second splits the rows of C.
+    ///
+    /// # Safety
+    ///
+    /// As [`Gemm::gemm`]; `k > 0`.
+    unsafe fn shared_b(
+        &self,
+        m: usize,
+        n: usize,
+        k: usize,
+        a: MatRef<'_>,
+        b: MatRef<'_>,
+        c: OutPtr,
+    ) -> Result<()> {
+        let kern = self.kernel;
+        let (mr, nr) = (kern.mr, kern.nr);
+        let floats = n.min(kern.nc).div_ceil(nr) * nr * k.min(kern.kc);
+        let mut lease = self.lease(floats)?;
+        let b_pack = SharedPanels(lease.as_mut_slice::<f32>().as_mut_ptr());
+        let error = Mutex::new(None);
+        for jc in (0..n).step_by(kern.nc) {
+            let nc = (n - jc).min(kern.nc);
+            let panels = nc.div_ceil(nr);
+            for pc in (0..k).step_by(kern.kc) {
+                let kc = (k - pc).min(kern.kc);
+                self.par
+                    .parallel_for(panels, MIN_PACK_PANELS, &|range: Range<usize>| {
+                        let cols = range.start * nr..(range.end * nr).min(nc);
+                        // SAFETY: panels `range` of the block lie inside the lease
+                        // (`panels · nr · kc ≤ floats`); tasks get disjoint ranges.
+                        let dst = unsafe {
+                            std::slice::from_raw_parts_mut(
+                                b_pack.ptr().add(range.start * nr * kc),
+                                range.len() * nr * kc,
+                            )
+                        };
+                        pack_panels(
+                            kern.pack,
+                            b.at(pc, jc + cols.start),
+                            nr,
+                            cols.len(),
+                            b.cs,
+                            kc,
+                            b.rs,
+                            dst,
+                        );
+                    });
+                // SAFETY: the packing job has returned; from here on the block is read only.
+                let packed = unsafe { std::slice::from_raw_parts(b_pack.ptr(), panels * nr * kc) };
+                self.par
+                    .parallel_for(m.div_ceil(mr), 1, &|range: Range<usize>| {
+                        let rows = range.start * mr..(range.end * mr).min(m);
+                        // SAFETY: tasks get disjoint row ranges of C inside the caller's
+                        // region; the block's columns `jc..jc + nc` lie inside it too.
+                        let result = unsafe {
+                            self.row_blocks(
+                                rows.len(),
+                                a.at(rows.start, pc),
+                                kc,
+                                packed,
+                                nc,
+                                c.at(rows.start, jc),
+                                pc > 0,
+                            )
+                        };
+                        if let Err(e) = result {
+                            *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                        }
+                    });
+            }
+        }
+        match error.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// A pool lease of at least `floats` f32s of packing scratch.
+    fn lease(&self, floats: usize) -> Result<tempra_pool::HostLease> {
+        self.pool
+            .acquire(floats * size_of::<f32>())
+            .map_err(|source| TensorError::Pool {
+                op: "matmul",
+                source,
+            })
+    }
+
+    /// `C[0..m, 0..nc] (+)= A[0..m, 0..kc] · B_block` for one packed B block, packing `A`
+    /// `mc` rows at a time into its own scratch.
+    ///
+    /// # Safety
+    ///
+    /// `c` addresses an `m × nc` region valid for reads and writes that nothing else
+    /// touches during the call; `packed` holds the `nc.div_ceil(nr)` panels of depth `kc`.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn row_blocks(
+        &self,
+        m: usize,
+        a: MatRef<'_>,
+        kc: usize,
+        packed: &[f32],
+        nc: usize,
+        c: OutPtr,
+        accumulate: bool,
+    ) -> Result<()> {
+        let kern = self.kernel;
+        let mr = kern.mr;
+        let mut lease = self.lease(m.min(kern.mc).div_ceil(mr) * mr * kc)?;
+        let a_pack = lease.as_mut_slice::<f32>();
+        for ic in (0..m).step_by(kern.mc) {
+            let mc = (m - ic).min(kern.mc);
+            pack_panels(kern.pack, a.at(ic, 0), mr, mc, a.rs, kc, a.cs, a_pack);
+            // SAFETY: rows `ic..ic + mc` of the caller's region.
+            unsafe { self.macro_kernel(a_pack, mc, packed, nc, kc, c.at(ic, 0), accumulate) };
+        }
+        Ok(())
+    }
+
+    /// Runs the micro-kernel over every tile of `C[0..mc, 0..nc]` from packed A panels
+    /// (`mc` rows) and packed B panels (`nc` columns), both of depth `kc`.
+    ///
+    /// # Safety
+    ///
+    /// `c` addresses an `mc × nc` region valid for reads and writes that nothing else
+    /// touches during the call; the packs hold whole panels for `mc` rows and `nc` columns.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn macro_kernel(
+        &self,
+        a_pack: &[f32],
+        mc: usize,
+        b_pack: &[f32],
+        nc: usize,
+        kc: usize,
+        c: OutPtr,
+        accumulate: bool,
+    ) {
+        let kern = self.kernel;
+        let (mr, nr) = (kern.mr, kern.nr);
+        debug_assert!(a_pack.len() >= mc.div_ceil(mr) * mr * kc);
+        debug_assert!(b_pack.len() >= nc.div_ceil(nr) * nr * kc);
+        let mut tile = [0f32; 16 * 32];
+        for jr in (0..nc).step_by(nr) {
+            let nw = (nc - jr).min(nr);
+            let bp = b_pack[jr * kc..].as_ptr();
+            for ir in (0..mc).step_by(mr) {
+                let mh = (mc - ir).min(mr);
+                let ap = a_pack[ir * kc..].as_ptr();
+                // SAFETY: (ir, jr) lies inside the caller's region.
+                let ct = unsafe { c.at(ir, jr) };
+                if mh == mr && nw == nr {
+                    // SAFETY: the kernel was selected after feature detection; the panels
+                    // hold `kc` steps; the tile is inside C.
+                    unsafe { (kern.run)(kc, ap, bp, ct.ptr, ct.ldc, accumulate) };
+                } else {
+                    // SAFETY: as above, into the local full-size tile.
+                    unsafe { (kern.run)(kc, ap, bp, tile.as_mut_ptr(), nr, false) };
+                    for i in 0..mh {
+                        // SAFETY: row `i` of the partial tile lies inside C.
+                        let row =
+                            unsafe { std::slice::from_raw_parts_mut(ct.ptr.add(i * ct.ldc), nw) };
+                        let src = &tile[i * nr..i * nr + nw];
+                        if accumulate {
+                            row.iter_mut().zip(src).for_each(|(o, s)| *o += s);
+                        } else {
+                            row.copy_from_slice(src);
+                        }
+                    }
+                }
+            }
         }
     }
 
@@ -289,57 +498,21 @@ impl Gemm<'_> {
         let kern = self.kernel;
         let (mr, nr) = (kern.mr, kern.nr);
         debug_assert!(kern.kc <= KC_MAX);
-        let bytes = self.scratch_floats(m, n, k) * size_of::<f32>();
-        let mut lease = self
-            .pool
-            .acquire(bytes)
-            .map_err(|source| TensorError::Pool {
-                op: "matmul",
-                source,
-            })?;
-        let scratch = &mut lease.as_mut_slice::<f32>()[..bytes / size_of::<f32>()];
+        let mut lease = self.lease(self.scratch_floats(m, n, k))?;
+        let scratch = lease.as_mut_slice::<f32>();
         let a_len = m.min(kern.mc).div_ceil(mr) * mr * k.min(kern.kc);
         let (a_pack, b_pack) = scratch.split_at_mut(a_len);
-        let mut tile = [0f32; 16 * 32];
         for jc in (0..n).step_by(kern.nc) {
             let nc = (n - jc).min(kern.nc);
             for pc in (0..k).step_by(kern.kc) {
                 let kc = (k - pc).min(kern.kc);
-                let accumulate = pc > 0;
-                pack_panels(b.at(pc, jc), nr, nc, b.cs, kc, b.rs, b_pack);
+                pack_panels(kern.pack, b.at(pc, jc), nr, nc, b.cs, kc, b.rs, b_pack);
                 for ic in (0..m).step_by(kern.mc) {
                     let mc = (m - ic).min(kern.mc);
-                    pack_panels(a.at(ic, pc), mr, mc, a.rs, kc, a.cs, a_pack);
-                    for jr in (0..nc).step_by(nr) {
-                        let nw = (nc - jr).min(nr);
-                        let bp = b_pack[jr * kc..].as_ptr();
-                        for ir in (0..mc).step_by(mr) {
-                            let mh = (mc - ir).min(mr);
-                            let ap = a_pack[ir * kc..].as_ptr();
-                            // SAFETY: (ic + ir, jc + jr) lies inside this task's region.
-                            let ct = unsafe { c.at(ic + ir, jc + jr) };
-                            if mh == mr && nw == nr {
-                                // SAFETY: the kernel was selected after feature detection;
-                                // the panels hold `kc` steps; the tile is inside C.
-                                unsafe { (kern.run)(kc, ap, bp, ct.ptr, ct.ldc, accumulate) };
-                            } else {
-                                // SAFETY: as above, into the local full-size tile.
-                                unsafe { (kern.run)(kc, ap, bp, tile.as_mut_ptr(), nr, false) };
-                                for i in 0..mh {
-                                    // SAFETY: row `i` of the partial tile lies inside C.
-                                    let row = unsafe {
-                                        std::slice::from_raw_parts_mut(ct.ptr.add(i * ct.ldc), nw)
-                                    };
-                                    let src = &tile[i * nr..i * nr + nw];
-                                    if accumulate {
-                                        row.iter_mut().zip(src).for_each(|(o, s)| *o += s);
-                                    } else {
-                                        row.copy_from_slice(src);
-                                    }
-                                }
-                            }
-                        }
-                    }
+                    pack_panels(kern.pack, a.at(ic, pc), mr, mc, a.rs, kc, a.cs, a_pack);
+                    // SAFETY: the block `(ic, jc)` of `mc × nc` lies inside the caller's
+                    // region.
+                    unsafe { self.macro_kernel(a_pack, mc, b_pack, nc, kc, c.at(ic, jc), pc > 0) };
                 }
             }
         }

@@ -5,6 +5,8 @@ use half::slice::HalfFloatSliceExt;
 use half::{bf16, f16};
 use tempra_tensor::DType;
 
+use super::pack::PackOps;
+
 /// The values behind an operand, in their stored dtype.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Values<'a> {
@@ -54,7 +56,7 @@ impl<'a> MatRef<'a> {
     /// Reads `out.len()` values starting at element `start` (relative to the offset),
     /// `stride` elements apart, converted to f32.
     #[inline]
-    pub(crate) fn load_run(&self, start: usize, stride: usize, out: &mut [f32]) {
+    pub(crate) fn load_run(&self, ops: PackOps, start: usize, stride: usize, out: &mut [f32]) {
         let first = self.offset + start;
         let n = out.len();
         if n == 0 {
@@ -62,7 +64,11 @@ impl<'a> MatRef<'a> {
         }
         match self.values {
             Values::F32(v) if stride == 1 => out.copy_from_slice(&v[first..first + n]),
-            Values::F16(v) if stride == 1 => v[first..first + n].convert_to_f32_slice(out),
+            Values::F16(v) if stride == 1 => match ops.f16_to_f32 {
+                // SAFETY: `ops` holds the helper only where its features were detected.
+                Some(convert) => unsafe { convert(&v[first..first + n], out) },
+                None => v[first..first + n].convert_to_f32_slice(out),
+            },
             Values::BF16(v) if stride == 1 => v[first..first + n].convert_to_f32_slice(out),
             Values::F32(v) => {
                 let _ = v[first + (n - 1) * stride];
@@ -94,4 +100,47 @@ impl<'a> MatRef<'a> {
             }
         }
     }
+}
+
+impl MatRef<'_> {
+    /// Asks the cache for the source memory of the run of `len` values from element
+    /// `start` (relative to the offset) along unit stride: a hint, nothing out of range.
+    pub(crate) fn prefetch_run(&self, start: usize, len: usize) {
+        let first = self.offset + start;
+        match self.values {
+            Values::F32(v) => (0..len).step_by(16).for_each(|e| prefetch(v, first + e)),
+            Values::F16(v) => (0..len).step_by(32).for_each(|e| prefetch(v, first + e)),
+            Values::BF16(v) => (0..len).step_by(32).for_each(|e| prefetch(v, first + e)),
+            Values::Blocks {
+                dtype,
+                bytes,
+                base_block,
+            } => {
+                let bl = dtype.block_len();
+                let at = (base_block + first / bl) * dtype.block_bytes();
+                let len = len.div_ceil(bl) * dtype.block_bytes();
+                (0..len).step_by(64).for_each(|e| prefetch(bytes, at + e));
+            }
+        }
+    }
+}
+
+/// Asks the cache for the line holding `v[at]` (a hint: nothing when out of range).
+///
+/// The packs read operands that rarely sit in cache (a 2048² f32 operand is 16 MiB) in
+/// short runs far apart (one panel's runs lie a whole row stride apart): the hardware
+/// prefetcher does not follow them, and packing ran at DRAM latency (10 ns per value).
+#[inline(always)]
+pub(crate) fn prefetch<T>(v: &[T], at: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(x) = v.get(at) {
+        // SAFETY: a prefetch is only a hint and never faults; the address is in bounds.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                (x as *const T).cast::<i8>(),
+            )
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (v, at);
 }

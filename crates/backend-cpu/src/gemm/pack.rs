@@ -7,14 +7,39 @@
 //! `inner`. Transposed and strided views are packed in place of being copied whole: the
 //! loop reads along whichever direction is contiguous.
 
-use super::operand::{MatRef, Values};
+use half::f16;
+
+use super::operand::{MatRef, Values, prefetch};
 
 /// The deepest `kc` the packing scratch supports.
 pub(crate) const KC_MAX: usize = 512;
 
+/// How many depth steps ahead a row-by-row pack asks for the next source line.
+const PREFETCH_STEPS: usize = 8;
+
+/// The widest panel a kernel packs (the AVX2 kernel's 16 columns).
+pub(crate) const MAX_WIDTH: usize = 16;
+
+/// Packs sixteen depth runs into a 16-wide panel (contract: `pack_avx2::transpose16`).
+pub(crate) type Transpose16Fn = unsafe fn(*const f32, usize, usize, *mut f32);
+
+/// Converts one run of halves (contract: `pack_avx2::f16_to_f32`).
+pub(crate) type F16RunFn = unsafe fn(&[f16], &mut [f32]);
+
+/// ISA-specific packing helpers; `None` takes the portable loops. Only built with `Some`
+/// after run-time detection of the features the helpers need.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct PackOps {
+    /// The panel transpose, if this ISA has one.
+    pub(crate) transpose16: Option<Transpose16Fn>,
+    /// The half-run conversion, if this ISA has one.
+    pub(crate) f16_to_f32: Option<F16RunFn>,
+}
+
 /// Packs `inner × kc` values of `src` (inner index `i`, depth `p` at element
 /// `i * inner_stride + p * k_stride` of `src`) into `width`-wide panels in `dst`.
 pub(crate) fn pack_panels(
+    ops: PackOps,
     src: MatRef<'_>,
     width: usize,
     inner: usize,
@@ -23,44 +48,82 @@ pub(crate) fn pack_panels(
     k_stride: usize,
     dst: &mut [f32],
 ) {
-    debug_assert!(kc <= KC_MAX);
+    debug_assert!(kc <= KC_MAX && width <= MAX_WIDTH);
     if let Values::F32(v) = src.values {
-        pack_f32(v, src.offset, width, inner, inner_stride, kc, k_stride, dst);
+        pack_f32(
+            ops,
+            v,
+            src.offset,
+            width,
+            inner,
+            inner_stride,
+            kc,
+            k_stride,
+            dst,
+        );
         return;
     }
-    let panels = inner.div_ceil(width);
-    let mut run = [0f32; KC_MAX];
-    for (q, out) in dst[..panels * kc * width]
-        .chunks_exact_mut(kc * width)
-        .enumerate()
-    {
-        let start = q * width;
-        let w = (inner - start).min(width);
-        if inner_stride == 1 || k_stride != 1 {
-            // Contiguous (or equally strided) along the panel width: one run per depth.
+    let panels = dst[..inner.div_ceil(width) * kc * width].chunks_exact_mut(kc * width);
+    if inner_stride == 1 || k_stride != 1 {
+        // Contiguous (or equally strided) along the panel width: one run per depth.
+        for (q, out) in panels.enumerate() {
+            let start = q * width;
+            let w = (inner - start).min(width);
             for (p, slot) in out.chunks_exact_mut(width).enumerate() {
                 src.load_run(
+                    ops,
                     start * inner_stride + p * k_stride,
                     inner_stride,
                     &mut slot[..w],
                 );
                 slot[w..].fill(0.0);
             }
-        } else {
-            // Contiguous along the depth (a transposed view): one run per inner index,
-            // scattered `width` apart.
-            let run = &mut run[..kc];
-            for ii in 0..w {
-                src.load_run((start + ii) * inner_stride, 1, run);
-                for (p, &v) in run.iter().enumerate() {
-                    out[p * width + ii] = v;
-                }
-            }
-            if w < width {
-                for slot in out.chunks_exact_mut(width) {
-                    slot[w..].fill(0.0);
-                }
-            }
+        }
+        return;
+    }
+    // Contiguous along the depth (a transposed view, e.g. a weight `[N, K]` as `B = wᵀ`):
+    // one run per inner index, converted into `runs`, then transposed into the panel.
+    let mut runs = [0f32; KC_MAX * MAX_WIDTH];
+    for (q, out) in panels.enumerate() {
+        let start = q * width;
+        let w = (inner - start).min(width);
+        // The next panel's runs, while this one is converted (see `prefetch`).
+        for ii in 0..(inner - start - w).min(width) {
+            src.prefetch_run((start + w + ii) * inner_stride, kc);
+        }
+        for ii in 0..w {
+            let run = &mut runs[ii * kc..(ii + 1) * kc];
+            src.load_run(ops, (start + ii) * inner_stride, 1, run);
+        }
+        transpose_runs(ops, &runs[..w * kc], kc, width, out);
+    }
+}
+
+/// Writes `runs` (`w = runs.len() / kc` runs of `kc` values) as a `kc × width` panel:
+/// `out[p * width + i] = runs[i * kc + p]`, zero past column `w`.
+fn transpose_runs(ops: PackOps, runs: &[f32], kc: usize, width: usize, out: &mut [f32]) {
+    let w = runs.len() / kc.max(1);
+    assert!(
+        out.len() >= kc * width && w <= width,
+        "panel too small for its runs"
+    );
+    if let Some(transpose16) = ops.transpose16
+        && w == 16
+        && width == 16
+    {
+        // SAFETY: `ops` holds the helper only where its features were detected; the 16
+        // runs of `kc` lie in `runs` (`w == 16`), the `kc × 16` panel in `out`.
+        unsafe { transpose16(runs.as_ptr(), kc, kc, out.as_mut_ptr()) };
+        return;
+    }
+    for (ii, run) in runs.chunks_exact(kc.max(1)).enumerate() {
+        for (p, &v) in run.iter().enumerate() {
+            out[p * width + ii] = v;
+        }
+    }
+    if w < width {
+        for slot in out[..kc * width].chunks_exact_mut(width) {
+            slot[w..].fill(0.0);
         }
     }
 }
@@ -68,6 +131,7 @@ pub(crate) fn pack_panels(
 /// [`pack_panels`] for f32 values: plain copies, no conversion.
 #[allow(clippy::too_many_arguments)]
 fn pack_f32(
+    ops: PackOps,
     v: &[f32],
     offset: usize,
     width: usize,
@@ -87,10 +151,29 @@ fn pack_f32(
         if inner_stride == 1 {
             for (p, slot) in out.chunks_exact_mut(width).enumerate() {
                 let at = start + p * k_stride;
+                prefetch(v, at + PREFETCH_STEPS * k_stride);
                 slot[..w].copy_from_slice(&v[at..at + w]);
                 slot[w..].fill(0.0);
             }
         } else if k_stride == 1 {
+            // The next panel's runs, one line at a time while this panel is packed.
+            let next = start + width * inner_stride;
+            for ii in 0..w {
+                for line in (0..kc).step_by(16) {
+                    prefetch(v, next + ii * inner_stride + line);
+                }
+            }
+            if let Some(transpose16) = ops.transpose16
+                && w == 16
+                && width == 16
+                && start + 15 * inner_stride + kc <= v.len()
+            {
+                // SAFETY: `ops` holds the helper only where its features were detected;
+                // run `i` is `v[start + i * inner_stride ..][..kc]`, inside `v` (checked);
+                // the panel is `out` (`kc × 16`), a different buffer.
+                unsafe { transpose16(v[start..].as_ptr(), inner_stride, kc, out.as_mut_ptr()) };
+                continue;
+            }
             for ii in 0..w {
                 let row = &v[start + ii * inner_stride..start + ii * inner_stride + kc];
                 for (slot, &x) in out.chunks_exact_mut(width).zip(row) {

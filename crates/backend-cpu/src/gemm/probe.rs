@@ -1,5 +1,6 @@
 //! Timing probes for tuning (ignored tests; run with
-//! `cargo test --release -p tempra-backend-cpu gemm::probe -- --ignored --nocapture`).
+//! `cargo test --release -p tempra-backend-cpu gemm::probe -- --ignored --nocapture`;
+//! `PROBE_N` sets the blocking sweep's size).
 
 use std::time::Instant;
 
@@ -21,9 +22,13 @@ fn best_of(reps: usize, mut f: impl FnMut()) -> f64 {
 fn micro_kernel_in_cache() {
     let k = best_kernel();
     let kc = 256;
-    let a = vec![0.5f32; k.mr * kc];
-    let b = vec![0.25f32; k.nr * kc];
+    // Panels as the packing scratch has them: 64-byte aligned (a misaligned panel splits
+    // every other 32-byte load across cache lines).
+    let aligned = |v: &[f32]| v.as_ptr().align_offset(64);
+    let a_buf = vec![0.5f32; k.mr * kc + 16];
+    let b_buf = vec![0.25f32; k.nr * kc + 16];
     let mut c = vec![0f32; k.mr * k.nr];
+    let (a, b) = (&a_buf[aligned(&a_buf)..], &b_buf[aligned(&b_buf)..]);
     let calls = 20_000;
     let t = best_of(5, || {
         for _ in 0..calls {
@@ -77,7 +82,10 @@ fn blocked_gemm_one_thread() {
 #[ignore]
 fn blocking_sweep() {
     let pool = HostPool::host();
-    let n = 1024;
+    let n: usize = std::env::var("PROBE_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1024);
     let a = vec![0.5f32; n * n];
     let b = vec![0.25f32; n * n];
     let mut c = vec![0f32; n * n];
@@ -96,8 +104,8 @@ fn blocking_sweep() {
         },
     );
     let out = OutPtr::new(&mut c, n);
-    for kc in [128, 192, 256, 320, 384] {
-        for mc in [48, 72, 120, 192, 288] {
+    for kc in [256, 384, 512] {
+        for mc in [72, 144, 216] {
             let kernel = GemmKernel {
                 kc,
                 mc,
