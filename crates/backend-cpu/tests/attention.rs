@@ -155,6 +155,24 @@ fn positions_windows_and_softcap() {
             window: Some(100),
             ..BASE
         },
+        Case {
+            tq: 33,
+            tk: 33,
+            q_start: 0,
+            hq: 2,
+            hkv: 2,
+            ..BASE
+        }, // no GQA: tiles of eight positions, a short last one
+        Case {
+            tq: 20,
+            tk: 90,
+            q_start: 70,
+            hq: 3,
+            hkv: 3,
+            window: Some(12),
+            softcap: Some(20.0),
+            ..BASE
+        }, // eight-position tiles whose rows' windows differ, under a soft-cap
     ];
     for c in cases {
         check(&format!("{c:?}"), TOL, |ctx| {

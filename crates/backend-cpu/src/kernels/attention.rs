@@ -1,12 +1,14 @@
 //! The fused causal attention tile: a few query rows that share one KV head (the query
-//! heads of a GQA group at one position) against a contiguous range of keys, with an
-//! online softmax over blocks of keys. No score matrix is formed: scores live in a
-//! `rows × BLOCK` scratch, the running output in a `rows × Dv` accumulator, both on the
-//! caller's stack.
+//! heads of a GQA group, at one or several consecutive positions) against a contiguous
+//! range of keys, with an online softmax over blocks of keys. No score matrix is formed:
+//! scores live in a `rows × BLOCK` scratch, the running output in a `rows × Dv`
+//! accumulator, both on the caller's stack.
 //!
 //! Each key row is loaded (and converted from f16) once per tile and used by every row;
 //! the value accumulation keeps the rows' accumulators for one vector of `Dv` in
-//! registers while it walks the block's keys.
+//! registers while it walks the block's keys. Rows at different positions see different
+//! keys (causal mask, sliding window): the tile walks the union of their ranges and masks
+//! each row's scores outside its own.
 
 use std::ops::Range;
 
@@ -54,8 +56,8 @@ pub(crate) struct Tile<'a> {
     pub q: &'a [f32],
     /// Query rows in the tile (1..=MAX_ROWS).
     pub rows: usize,
-    /// The keys every row sees.
-    pub keys: Range<usize>,
+    /// The keys row `r` sees (`rows` ranges; an empty range gives a zero row).
+    pub keys: &'a [Range<usize>],
     /// Logit soft-cap.
     pub softcap: Option<f32>,
 }
@@ -86,7 +88,7 @@ pub(crate) fn pad(n: usize) -> usize {
 }
 
 /// Attends one tile: `out` (`rows × Dv`, contiguous) gets each row's softmax-weighted sum
-/// of the value rows over `tile.keys`; zeros when the range is empty.
+/// of the value rows over its range of `tile.keys`; zeros when that range is empty.
 #[inline(always)]
 fn attend_tile<S: Simd>(
     s: S,
@@ -129,7 +131,13 @@ fn attend<S: Simd, K: Lane, V: Lane>(
     let (d, dv) = (kr.dim, vr.dim);
     let (dp, dvp) = (pad(d), pad(dv));
     let out = &mut out[..rows * dv];
-    if tile.keys.is_empty() {
+    let row_keys = &tile.keys[..rows];
+    // The union of the rows' ranges (empty ranges add nothing).
+    let (first, end) = row_keys
+        .iter()
+        .filter(|k| !k.is_empty())
+        .fold((usize::MAX, 0), |(a, b), k| (a.min(k.start), b.max(k.end)));
+    if first >= end {
         out.fill(0.0);
         return;
     }
@@ -137,9 +145,9 @@ fn attend<S: Simd, K: Lane, V: Lane>(
     acc.fill(0.0);
     let mut m = [f32::NEG_INFINITY; MAX_ROWS];
     let mut l = [0.0f32; MAX_ROWS];
-    let mut j0 = tile.keys.start;
-    while j0 < tile.keys.end {
-        let nb = BLOCK.min(tile.keys.end - j0);
+    let mut j0 = first;
+    while j0 < end {
+        let nb = BLOCK.min(end - j0);
         // Scores of every row against the block's keys.
         for jj in 0..nb {
             let start = kr.base + (j0 + jj) * kr.stride;
@@ -162,6 +170,16 @@ fn attend<S: Simd, K: Lane, V: Lane>(
             let sc = &mut scratch.scores[r * BLOCK..r * BLOCK + nb];
             if let Some(cap) = tile.softcap {
                 soft_cap(s, sc, cap);
+            }
+            // Keys of the block outside this row's range (after the cap, which would
+            // turn -inf into -cap) take no weight.
+            let own = &row_keys[r];
+            if j0 < own.start || j0 + nb > own.end {
+                for (jj, x) in sc.iter_mut().enumerate() {
+                    if !own.contains(&(j0 + jj)) {
+                        *x = f32::NEG_INFINITY;
+                    }
+                }
             }
             let block_max = max_row(s, sc);
             let m_new = m[r].max(block_max);
