@@ -1,7 +1,7 @@
 //! Matrix-vector products for `linear` with one input row (decode): `out[j] = x · w[j]`
 //! over float weight rows `w [N, K]` (F32, F16, BF16) with unit column stride. Tasks
-//! split the weight rows, so the weights are streamed once, in order; four rows share
-//! each load of `x`.
+//! split the weight rows, so the weights are streamed once, in order: one row at a time
+//! (one sequential stream per task), `x` from L1.
 
 use std::ops::Range;
 
@@ -195,34 +195,45 @@ mod avx2 {
                 let k = x.len();
                 let k8 = k / 8 * 8;
                 let xp = x.as_ptr();
-                let mut j = rows.start;
-                let mut o = 0;
-                while j < rows.end {
-                    let count = (rows.end - j).min(4);
-                    // SAFETY: rows `j..j+count` are in range; reads stay below `k`.
+                // One row at a time with four partial sums: the rows of the range are
+                // one sequential stream for the hardware prefetcher (interleaving four
+                // rows made four streams a row apart, read at 66-80% of bandwidth); `x`
+                // stays in L1.
+                for (o, j) in out.iter_mut().zip(rows) {
+                    // SAFETY: row `j` is in range; reads stay below `k`.
                     unsafe {
-                        let base: [*const $t; 4] = std::array::from_fn(|r| {
-                            w.add(offset + (j + r.min(count - 1)) * row_stride)
-                        });
+                        let w = w.add(offset + j * row_stride);
                         let mut acc = [_mm256_setzero_ps(); 4];
                         let mut e = 0;
-                        while e < k8 {
-                            let xv = _mm256_loadu_ps(xp.add(e));
-                            for r in 0..4 {
-                                acc[r] = _mm256_fmadd_ps(xv, $load8(base[r].add(e)), acc[r]);
+                        while e + 32 <= k8 {
+                            for (u, a) in acc.iter_mut().enumerate() {
+                                let at = e + 8 * u;
+                                *a = _mm256_fmadd_ps(
+                                    _mm256_loadu_ps(xp.add(at)),
+                                    $load8(w.add(at)),
+                                    *a,
+                                );
                             }
+                            e += 32;
+                        }
+                        while e < k8 {
+                            acc[0] = _mm256_fmadd_ps(
+                                _mm256_loadu_ps(xp.add(e)),
+                                $load8(w.add(e)),
+                                acc[0],
+                            );
                             e += 8;
                         }
-                        for r in 0..count {
-                            let mut s = hsum(acc[r]);
-                            for t in k8..k {
-                                s += x[t] * $load1(base[r].add(t));
-                            }
-                            out[o + r] = s;
+                        let sum = _mm256_add_ps(
+                            _mm256_add_ps(acc[0], acc[1]),
+                            _mm256_add_ps(acc[2], acc[3]),
+                        );
+                        let mut s = hsum(sum);
+                        for t in k8..k {
+                            s += x[t] * $load1(w.add(t));
                         }
+                        *o = s;
                     }
-                    j += count;
-                    o += count;
                 }
             }
         };
