@@ -127,7 +127,14 @@ fn decode_gemv_out_of_cache() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(1);
     let backend = CpuBackend::with_threads(HostPool::host(), threads);
-    let (k, n, mats) = (2048usize, 5632usize, 12usize);
+    // `PROBE_N=256 PROBE_MATS=1` keeps the weights in cache (the kernels' compute bound).
+    let env = |name: &str, default: usize| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let (k, n, mats) = (2048usize, env("PROBE_N", 5632), env("PROBE_MATS", 12));
     let x = Tensor::owned_from_slice(
         &(0..k)
             .map(|i| ((i * 31) % 17) as f32 / 9.0 - 0.9)
