@@ -33,6 +33,7 @@ mod math;
 mod matmul;
 mod ops;
 mod parallel;
+mod prefetch;
 mod prepare;
 mod products;
 mod quantized;

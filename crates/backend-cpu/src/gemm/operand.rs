@@ -6,6 +6,7 @@ use half::{bf16, f16};
 use tempra_tensor::DType;
 
 use super::pack::PackOps;
+use crate::prefetch::prefetch;
 
 /// The values behind an operand, in their stored dtype.
 #[derive(Clone, Copy, Debug)]
@@ -123,24 +124,4 @@ impl MatRef<'_> {
             }
         }
     }
-}
-
-/// Asks the cache for the line holding `v[at]` (a hint: nothing when out of range).
-///
-/// The packs read operands that rarely sit in cache (a 2048² f32 operand is 16 MiB) in
-/// short runs far apart (one panel's runs lie a whole row stride apart): the hardware
-/// prefetcher does not follow them, and packing ran at DRAM latency (10 ns per value).
-#[inline(always)]
-pub(crate) fn prefetch<T>(v: &[T], at: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(x) = v.get(at) {
-        // SAFETY: a prefetch is only a hint and never faults; the address is in bounds.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                (x as *const T).cast::<i8>(),
-            )
-        };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (v, at);
 }

@@ -9,7 +9,8 @@
 
 use half::f16;
 
-use super::operand::{MatRef, Values, prefetch};
+use super::operand::{MatRef, Values};
+use crate::prefetch::prefetch;
 
 /// The deepest `kc` the packing scratch supports.
 pub(crate) const KC_MAX: usize = 512;

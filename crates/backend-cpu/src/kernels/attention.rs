@@ -16,6 +16,7 @@ use half::f16;
 
 use crate::kernels::reduce::max_row;
 use crate::math;
+use crate::prefetch::prefetch;
 use crate::simd::{Lane, Simd, simd_dispatch};
 
 /// Keys per online-softmax block.
@@ -146,8 +147,11 @@ fn attend<S: Simd, K: Lane, V: Lane>(
     let mut m = [f32::NEG_INFINITY; MAX_ROWS];
     let mut l = [0.0f32; MAX_ROWS];
     let mut j0 = first;
+    prefetch_block(k, kr, v, vr, j0..end.min(j0 + BLOCK));
     while j0 < end {
         let nb = BLOCK.min(end - j0);
+        // The next block's rows arrive while this one is computed.
+        prefetch_block(k, kr, v, vr, j0 + nb..end.min(j0 + nb + BLOCK));
         // Scores of every row against the block's keys.
         for jj in 0..nb {
             let start = kr.base + (j0 + jj) * kr.stride;
@@ -221,6 +225,30 @@ fn attend<S: Simd, K: Lane, V: Lane>(
             *o = a * inv;
         }
     }
+}
+
+/// Asks the cache for the key and value rows `keys`: a head's rows are a few KiB apart
+/// in the cache (one position's heads lie between) and the weights streamed since the
+/// last step evicted them, so without it decode attention waited on DRAM per key (12%
+/// of a 110M model's decode step).
+#[inline(always)]
+fn prefetch_block<K, V>(k: &[K], kr: KvRows, v: &[V], vr: KvRows, keys: Range<usize>) {
+    for j in keys {
+        prefetch_row(k, kr.base + j * kr.stride, kr.dim);
+        prefetch_row(v, vr.base + j * vr.stride, vr.dim);
+    }
+}
+
+/// Asks for the lines of `data[start..start + len]`.
+#[inline(always)]
+fn prefetch_row<T>(data: &[T], start: usize, len: usize) {
+    if len == 0 {
+        return;
+    }
+    for e in (start..start + len).step_by((64 / size_of::<T>()).max(1)) {
+        prefetch(data, e);
+    }
+    prefetch(data, start + len - 1);
 }
 
 /// Scores of `R` query rows (each `dp` values apart in `q`, zero padded) against one key
