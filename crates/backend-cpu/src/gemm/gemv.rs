@@ -196,9 +196,10 @@ mod avx2 {
                 let k8 = k / 8 * 8;
                 let xp = x.as_ptr();
                 // One row at a time with four partial sums: the rows of the range are
-                // one sequential stream for the hardware prefetcher (interleaving four
-                // rows made four streams a row apart, read at 66-80% of bandwidth); `x`
-                // stays in L1.
+                // one sequential stream for the hardware prefetcher (four interleaved
+                // rows were four streams a row apart; in interleaved `cargo xtask
+                // bench-facade --quick --filter f16` runs this measured as fast or
+                // faster, within the machine's noise); `x` stays in L1.
                 for (o, j) in out.iter_mut().zip(rows) {
                     // SAFETY: row `j` is in range; reads stay below `k`.
                     unsafe {

@@ -209,6 +209,27 @@ impl SharedPanels {
     }
 }
 
+/// The first error any task of one product reported (tasks cannot return one).
+#[derive(Default)]
+struct TaskErrors(Mutex<Option<TensorError>>);
+
+impl TaskErrors {
+    /// Keeps `result`'s error, if any.
+    fn record(&self, result: Result<()>) {
+        if let Err(e) = result {
+            *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+        }
+    }
+
+    /// The product's result once every task has ended.
+    fn finish(self) -> Result<()> {
+        match self.0.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
 /// One product's settings: kernel, scratch pool and worker pool.
 #[derive(Clone, Copy)]
 pub(crate) struct Gemm<'a> {
@@ -218,15 +239,6 @@ pub(crate) struct Gemm<'a> {
 }
 
 impl Gemm<'_> {
-    /// Packing scratch for one task: an `mc × kc` panel of A and a `kc × nc` panel of B,
-    /// with `kc` no deeper than the product (a shallow product packs shallow panels).
-    fn scratch_floats(&self, m: usize, n: usize, depth: usize) -> usize {
-        let k = &self.kernel;
-        let mc = m.min(k.mc).div_ceil(k.mr) * k.mr;
-        let nc = n.min(k.nc).div_ceil(k.nr) * k.nr;
-        (mc + nc) * depth.min(k.kc)
-    }
-
     /// `C = A · B` for `A [m, k]`, `B [k, n]` into `c` (an `m × n` matrix with row stride
     /// `ldc` that no one else touches during the call), split over the worker pool.
     ///
@@ -262,7 +274,7 @@ impl Gemm<'_> {
             return unsafe { self.shared_b(m, n, k, a, b, c) };
         }
         let nr = self.kernel.nr;
-        let error = Mutex::new(None);
+        let errors = TaskErrors::default();
         let items = n.div_ceil(nr);
         // Each task packs all of A again: keep its share of the columns wide enough
         // ([`MIN_TASK_EDGE`]) that this stays a few percent of its work.
@@ -287,14 +299,9 @@ impl Gemm<'_> {
                         c.at(0, cols.start),
                     )
                 };
-                if let Err(e) = result {
-                    *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-                }
+                errors.record(result);
             });
-        match error.into_inner().unwrap_or_else(|p| p.into_inner()) {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        errors.finish()
     }
 
     /// The shared-B schedule of [`Gemm::gemm`]: per B block, one job packs its panels
@@ -314,10 +321,9 @@ impl Gemm<'_> {
     ) -> Result<()> {
         let kern = self.kernel;
         let (mr, nr) = (kern.mr, kern.nr);
-        let floats = n.min(kern.nc).div_ceil(nr) * nr * k.min(kern.kc);
-        let mut lease = self.lease(floats)?;
+        let mut lease = self.lease(self.b_block_floats(n, k))?;
         let b_pack = SharedPanels(lease.as_mut_slice::<f32>().as_mut_ptr());
-        let error = Mutex::new(None);
+        let errors = TaskErrors::default();
         for jc in (0..n).step_by(kern.nc) {
             let nc = (n - jc).min(kern.nc);
             let panels = nc.div_ceil(nr);
@@ -327,7 +333,7 @@ impl Gemm<'_> {
                     .parallel_for(panels, MIN_PACK_PANELS, &|range: Range<usize>| {
                         let cols = range.start * nr..(range.end * nr).min(nc);
                         // SAFETY: panels `range` of the block lie inside the lease
-                        // (`panels · nr · kc ≤ floats`); tasks get disjoint ranges.
+                        // (`panels · nr · kc ≤ b_block_floats`); tasks get disjoint ranges.
                         let dst = unsafe {
                             std::slice::from_raw_parts_mut(
                                 b_pack.ptr().add(range.start * nr * kc),
@@ -363,16 +369,18 @@ impl Gemm<'_> {
                                 pc > 0,
                             )
                         };
-                        if let Err(e) = result {
-                            *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-                        }
+                        errors.record(result);
                     });
             }
         }
-        match error.into_inner().unwrap_or_else(|p| p.into_inner()) {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        errors.finish()
+    }
+
+    /// The f32s of one packed B block of a product with `n` columns and depth `k` (a
+    /// narrow or shallow product packs smaller blocks).
+    fn b_block_floats(&self, n: usize, k: usize) -> usize {
+        let kern = self.kernel;
+        n.min(kern.nc).div_ceil(kern.nr) * kern.nr * k.min(kern.kc)
     }
 
     /// A pool lease of at least `floats` f32s of packing scratch.
@@ -496,24 +504,18 @@ impl Gemm<'_> {
             return Ok(());
         }
         let kern = self.kernel;
-        let (mr, nr) = (kern.mr, kern.nr);
+        let nr = kern.nr;
         debug_assert!(kern.kc <= KC_MAX);
-        let mut lease = self.lease(self.scratch_floats(m, n, k))?;
-        let scratch = lease.as_mut_slice::<f32>();
-        let a_len = m.min(kern.mc).div_ceil(mr) * mr * k.min(kern.kc);
-        let (a_pack, b_pack) = scratch.split_at_mut(a_len);
+        let mut lease = self.lease(self.b_block_floats(n, k))?;
+        let b_pack = lease.as_mut_slice::<f32>();
         for jc in (0..n).step_by(kern.nc) {
             let nc = (n - jc).min(kern.nc);
             for pc in (0..k).step_by(kern.kc) {
                 let kc = (k - pc).min(kern.kc);
                 pack_panels(kern.pack, b.at(pc, jc), nr, nc, b.cs, kc, b.rs, b_pack);
-                for ic in (0..m).step_by(kern.mc) {
-                    let mc = (m - ic).min(kern.mc);
-                    pack_panels(kern.pack, a.at(ic, pc), mr, mc, a.rs, kc, a.cs, a_pack);
-                    // SAFETY: the block `(ic, jc)` of `mc × nc` lies inside the caller's
-                    // region.
-                    unsafe { self.macro_kernel(a_pack, mc, b_pack, nc, kc, c.at(ic, jc), pc > 0) };
-                }
+                // SAFETY: the block's columns `jc..jc + nc` of all `m` rows lie inside the
+                // caller's region.
+                unsafe { self.row_blocks(m, a.at(0, pc), kc, b_pack, nc, c.at(0, jc), pc > 0)? };
             }
         }
         Ok(())

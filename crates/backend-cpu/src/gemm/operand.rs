@@ -1,6 +1,8 @@
 //! A strided matrix operand of a product: F32, F16 or BF16 values in host memory,
 //! addressed by an element offset and a row and a column stride.
 
+use std::ops::Range;
+
 use half::slice::HalfFloatSliceExt;
 use half::{bf16, f16};
 use tempra_tensor::DType;
@@ -95,8 +97,7 @@ impl<'a> MatRef<'a> {
                 // Whole blocks along a row (the only way packing reads this variant).
                 let bl = dtype.block_len();
                 debug_assert!(stride == 1 && first.is_multiple_of(bl) && n.is_multiple_of(bl));
-                let start = (base_block + first / bl) * dtype.block_bytes();
-                let src = &bytes[start..start + n / bl * dtype.block_bytes()];
+                let src = &bytes[block_bytes(dtype, base_block, first, n)];
                 super::dequant::dequantize_blocks(dtype, src, out);
             }
         }
@@ -116,12 +117,17 @@ impl MatRef<'_> {
                 dtype,
                 bytes,
                 base_block,
-            } => {
-                let bl = dtype.block_len();
-                let at = (base_block + first / bl) * dtype.block_bytes();
-                let len = len.div_ceil(bl) * dtype.block_bytes();
-                (0..len).step_by(64).for_each(|e| prefetch(bytes, at + e));
-            }
+            } => block_bytes(dtype, base_block, first, len)
+                .step_by(64)
+                .for_each(|e| prefetch(bytes, e)),
         }
     }
+}
+
+/// The bytes of the blocks holding elements `first..first + n` of a `Values::Blocks`
+/// whose element 0 is block `base_block`.
+fn block_bytes(dtype: DType, base_block: usize, first: usize, n: usize) -> Range<usize> {
+    let bl = dtype.block_len();
+    let start = (base_block + first / bl) * dtype.block_bytes();
+    start..start + n.div_ceil(bl) * dtype.block_bytes()
 }

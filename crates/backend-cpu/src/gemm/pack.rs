@@ -51,17 +51,7 @@ pub(crate) fn pack_panels(
 ) {
     debug_assert!(kc <= KC_MAX && width <= MAX_WIDTH);
     if let Values::F32(v) = src.values {
-        pack_f32(
-            ops,
-            v,
-            src.offset,
-            width,
-            inner,
-            inner_stride,
-            kc,
-            k_stride,
-            dst,
-        );
+        pack_f32(ops, src, v, width, inner, inner_stride, kc, k_stride, dst);
         return;
     }
     let panels = dst[..inner.div_ceil(width) * kc * width].chunks_exact_mut(kc * width);
@@ -88,7 +78,7 @@ pub(crate) fn pack_panels(
     for (q, out) in panels.enumerate() {
         let start = q * width;
         let w = (inner - start).min(width);
-        // The next panel's runs, while this one is converted (see `prefetch`).
+        // The next panel's runs, while this one is converted.
         for ii in 0..(inner - start - w).min(width) {
             src.prefetch_run((start + w + ii) * inner_stride, kc);
         }
@@ -96,28 +86,36 @@ pub(crate) fn pack_panels(
             let run = &mut runs[ii * kc..(ii + 1) * kc];
             src.load_run(ops, (start + ii) * inner_stride, 1, run);
         }
-        transpose_runs(ops, &runs[..w * kc], kc, width, out);
+        transpose_runs(ops, &runs[..w * kc], kc, w, kc, width, out);
     }
 }
 
-/// Writes `runs` (`w = runs.len() / kc` runs of `kc` values) as a `kc × width` panel:
-/// `out[p * width + i] = runs[i * kc + p]`, zero past column `w`.
-fn transpose_runs(ops: PackOps, runs: &[f32], kc: usize, width: usize, out: &mut [f32]) {
-    let w = runs.len() / kc.max(1);
+/// Writes `w` runs of `kc` values (run `i` is `src[i * stride..][..kc]`) as a `kc × width`
+/// panel: `out[p * width + i] = src[i * stride + p]`, zero past column `w`.
+fn transpose_runs(
+    ops: PackOps,
+    src: &[f32],
+    stride: usize,
+    w: usize,
+    kc: usize,
+    width: usize,
+    out: &mut [f32],
+) {
     assert!(
-        out.len() >= kc * width && w <= width,
-        "panel too small for its runs"
+        out.len() >= kc * width && w <= width && (w == 0 || (w - 1) * stride + kc <= src.len()),
+        "panel too small for its runs, or runs past their source"
     );
     if let Some(transpose16) = ops.transpose16
         && w == 16
         && width == 16
     {
         // SAFETY: `ops` holds the helper only where its features were detected; the 16
-        // runs of `kc` lie in `runs` (`w == 16`), the `kc × 16` panel in `out`.
-        unsafe { transpose16(runs.as_ptr(), kc, kc, out.as_mut_ptr()) };
+        // runs of `kc` lie in `src` (asserted above), the `kc × 16` panel in `out`.
+        unsafe { transpose16(src.as_ptr(), stride, kc, out.as_mut_ptr()) };
         return;
     }
-    for (ii, run) in runs.chunks_exact(kc.max(1)).enumerate() {
+    for ii in 0..w {
+        let run = &src[ii * stride..ii * stride + kc];
         for (p, &v) in run.iter().enumerate() {
             out[p * width + ii] = v;
         }
@@ -133,8 +131,8 @@ fn transpose_runs(ops: PackOps, runs: &[f32], kc: usize, width: usize, out: &mut
 #[allow(clippy::too_many_arguments)]
 fn pack_f32(
     ops: PackOps,
+    src: MatRef<'_>,
     v: &[f32],
-    offset: usize,
     width: usize,
     inner: usize,
     inner_stride: usize,
@@ -147,7 +145,7 @@ fn pack_f32(
         .chunks_exact_mut(kc * width)
         .enumerate()
     {
-        let start = offset + q * width * inner_stride;
+        let start = src.offset + q * width * inner_stride;
         let w = (inner - q * width).min(width);
         if inner_stride == 1 {
             for (p, slot) in out.chunks_exact_mut(width).enumerate() {
@@ -157,35 +155,12 @@ fn pack_f32(
                 slot[w..].fill(0.0);
             }
         } else if k_stride == 1 {
-            // The next panel's runs, one line at a time while this panel is packed.
-            let next = start + width * inner_stride;
-            for ii in 0..w {
-                for line in (0..kc).step_by(16) {
-                    prefetch(v, next + ii * inner_stride + line);
-                }
+            // The next panel's runs, while this one is packed.
+            let next = (q + 1) * width;
+            for ii in 0..inner.saturating_sub(next).min(width) {
+                src.prefetch_run((next + ii) * inner_stride, kc);
             }
-            if let Some(transpose16) = ops.transpose16
-                && w == 16
-                && width == 16
-                && start + 15 * inner_stride + kc <= v.len()
-            {
-                // SAFETY: `ops` holds the helper only where its features were detected;
-                // run `i` is `v[start + i * inner_stride ..][..kc]`, inside `v` (checked);
-                // the panel is `out` (`kc × 16`), a different buffer.
-                unsafe { transpose16(v[start..].as_ptr(), inner_stride, kc, out.as_mut_ptr()) };
-                continue;
-            }
-            for ii in 0..w {
-                let row = &v[start + ii * inner_stride..start + ii * inner_stride + kc];
-                for (slot, &x) in out.chunks_exact_mut(width).zip(row) {
-                    slot[ii] = x;
-                }
-            }
-            if w < width {
-                for slot in out.chunks_exact_mut(width) {
-                    slot[w..].fill(0.0);
-                }
-            }
+            transpose_runs(ops, &v[start..], inner_stride, w, kc, width, out);
         } else {
             for (p, slot) in out.chunks_exact_mut(width).enumerate() {
                 for (ii, x) in slot[..w].iter_mut().enumerate() {

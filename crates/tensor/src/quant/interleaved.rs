@@ -19,6 +19,8 @@
 //! The bytes are those of the base format, only moved: the tensor has exactly the size
 //! of the original and dequantizes to exactly the same values.
 
+use std::ops::Range;
+
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
 use crate::tensor::Tensor;
@@ -85,19 +87,23 @@ pub(crate) fn scale_slot(r: usize) -> usize {
         .unwrap_or(0)
 }
 
+/// Where row `r`'s (0..8) f16 scale and quants of a `block_bytes`-byte legacy block lie
+/// in a record: the scales first in scale order, then each row's quants.
+fn places(r: usize, block_bytes: usize) -> (Range<usize>, Range<usize>) {
+    let (s, n) = (2 * scale_slot(r), block_bytes - 2);
+    let q = 2 * ROW_GROUP + r * n;
+    (s..s + 2, q..q + n)
+}
+
 /// Writes row `r`'s (0..8) block of the base format of `dtype` (`block`, as GGUF stores
 /// it) into its places in `record`, one record of `dtype` (`8 · block_bytes` bytes).
 pub fn put_block(dtype: DType, r: usize, block: &[u8], record: &mut [u8]) {
     if dtype == DType::Q4KR8 {
         return super::interleaved_q4_k::put_block(r, block, record);
     }
-    let (s, q, n) = (
-        2 * scale_slot(r),
-        2 * ROW_GROUP + r * (block.len() - 2),
-        block.len() - 2,
-    );
-    record[s..s + 2].copy_from_slice(&block[..2]);
-    record[q..q + n].copy_from_slice(&block[2..]);
+    let (scale, quants) = places(r, block.len());
+    record[scale].copy_from_slice(&block[..2]);
+    record[quants].copy_from_slice(&block[2..]);
 }
 
 /// Reads row `r`'s (0..8) block of the base format of `dtype` back out of `record`, one
@@ -106,13 +112,9 @@ pub fn get_block(dtype: DType, r: usize, record: &[u8], block: &mut [u8]) {
     if dtype == DType::Q4KR8 {
         return super::interleaved_q4_k::get_block(r, record, block);
     }
-    let (s, q, n) = (
-        2 * scale_slot(r),
-        2 * ROW_GROUP + r * (block.len() - 2),
-        block.len() - 2,
-    );
-    block[..2].copy_from_slice(&record[s..s + 2]);
-    block[2..].copy_from_slice(&record[q..q + n]);
+    let (scale, quants) = places(r, block.len());
+    block[..2].copy_from_slice(&record[scale]);
+    block[2..].copy_from_slice(&record[quants]);
 }
 
 /// Checks that a `linear` weight `w [N, K]` of a row-interleaved dtype is whole groups:
