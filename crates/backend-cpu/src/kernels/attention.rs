@@ -150,10 +150,13 @@ fn attend<S: Simd, K: Lane, V: Lane>(
     prefetch_block(k, kr, v, vr, j0..end.min(j0 + BLOCK));
     while j0 < end {
         let nb = BLOCK.min(end - j0);
-        // The next block's rows arrive while this one is computed.
-        prefetch_block(k, kr, v, vr, j0 + nb..end.min(j0 + nb + BLOCK));
         // Scores of every row against the block's keys.
         for jj in 0..nb {
+            // The next block's rows arrive while this one is computed, one key per key
+            // (a burst of the whole block's prefetches stalled on the miss buffers).
+            if j0 + nb + jj < end {
+                prefetch_block(k, kr, v, vr, j0 + nb + jj..j0 + nb + jj + 1);
+            }
             let start = kr.base + (j0 + jj) * kr.stride;
             let krow = &k[start..start + d];
             let mut r0 = 0;

@@ -229,13 +229,22 @@ unsafe fn dot_q6_k<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], 
     let mut acc = [_mm256_setzero_ps(); R];
     let m4 = _mm256_set1_epi8(0x0F);
     let m2 = _mm256_set1_epi8(3);
-    let m32s = _mm256_set1_epi8(32);
     super_block_loop!(nb, w, acts, 210, |wp, a| {
         // SAFETY: a readable 210-byte Q6_K block at `wp`; Q8_K blocks at `a`.
         unsafe {
             let d = fp16(wp.add(208));
             let scales = _mm_loadu_si128(wp.add(192) as *const __m128i);
-            let mut sumi = [_mm256_setzero_si256(); R];
+            // The quants are stored as q + 32 (0..64): Σ s·(q + 32)·y − 32·Σ s·bsum, the
+            // correction from the activation's 16-value sums (one `madd` per block
+            // instead of a second `maddubs` per 32 values).
+            let scales16 = _mm256_cvtepi8_epi16(scales);
+            let mut sumi: [__m256i; R] = std::array::from_fn(|r| {
+                let bsums = _mm256_loadu_si256(a[r].add(Q8K_BSUMS) as *const __m256i);
+                _mm256_slli_epi32(_mm256_madd_epi16(scales16, bsums), 5)
+            });
+            for sumi in sumi.iter_mut() {
+                *sumi = _mm256_sub_epi32(_mm256_setzero_si256(), *sumi);
+            }
             for half in 0..2 {
                 let ql = wp.add(64 * half);
                 let qh = wp.add(128 + 32 * half);
@@ -262,11 +271,7 @@ unsafe fn dot_q6_k<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], 
                     let q8 = a[r].add(Q8K_QS + 128 * half);
                     let part = |q: __m256i, s: __m256i, o: usize| {
                         let y = _mm256_loadu_si256(q8.add(o) as *const __m256i);
-                        let p = _mm256_sub_epi16(
-                            _mm256_maddubs_epi16(q, y),
-                            _mm256_maddubs_epi16(m32s, y),
-                        );
-                        _mm256_madd_epi16(s, p)
+                        _mm256_madd_epi16(s, _mm256_maddubs_epi16(q, y))
                     };
                     let p01 = _mm256_add_epi32(part(q0, s0, 0), part(q1, s1, 32));
                     let p23 = _mm256_add_epi32(part(q2, s2, 64), part(q3, s3, 96));
