@@ -1,14 +1,24 @@
-//! AVX2 dot products for the K-quants against Q8_K activations: Q4_K, Q5_K, Q6_K.
+//! AVX2 dot products for the K-quants against Q8_K activations: Q2_K, Q3_K, Q4_K, Q5_K,
+//! Q6_K.
 //!
-//! Block layouts (bytes): Q8_K `d:f32 qs[256] bsums:i16[16]` (292); Q4_K `d dmin
+//! Block layouts (bytes): Q8_K `d:f32 qs[256] bsums:i16[16]` (292); Q2_K `scales[16]
+//! qs[64] d dmin` (84); Q3_K `hmask[32] qs[64] scales[12] d` (110); Q4_K `d dmin
 //! scales[12] qs[128]` (144); Q5_K `d dmin scales[12] qh[32] qs[128]` (176); Q6_K
 //! `ql[128] qh[64] scales:i8[16] d` (210).
+//!
+//! Where a format's quants are offset (Q3_K's `-4`, Q6_K's `-32`), the kernels multiply
+//! the unsigned stored quants in `maddubs` and subtract the offset times the activation's
+//! 16-value sums (`bsums`) once per block.
 
 use std::arch::x86_64::*;
 
 use super::{fp16, hsum, rows, rows_dispatch};
 use crate::quantized::kernels::DotFn;
 
+/// Q2_K × Q8_K.
+pub(super) const DOT_Q2_K: DotFn = rows_dispatch!(dot_q2_k);
+/// Q3_K × Q8_K.
+pub(super) const DOT_Q3_K: DotFn = rows_dispatch!(dot_q3_k);
 /// Q4_K × Q8_K.
 pub(super) const DOT_Q4_K: DotFn = rows_dispatch!(dot_q4_k);
 /// Q5_K × Q8_K.
@@ -58,6 +68,92 @@ const SHUFFLE_6K: [[u8; 16]; 8] = {
     }
     t
 };
+
+/// `SHUFFLE_PAIR16[j]`: a byte shuffle of eight i16 lanes (the same eight in both
+/// 128-bit halves) that broadcasts lane `2j` over the low half and lane `2j + 1` over the
+/// high half: the scales of the two 16-value sub-blocks one 32-byte quant vector holds.
+const SHUFFLE_PAIR16: [[u8; 32]; 4] = {
+    let mut t = [[0u8; 32]; 4];
+    let mut j = 0;
+    while j < 4 {
+        let mut b = 0;
+        while b < 8 {
+            t[j][2 * b] = 4 * j as u8;
+            t[j][2 * b + 1] = 4 * j as u8 + 1;
+            t[j][16 + 2 * b] = 4 * j as u8 + 2;
+            t[j][16 + 2 * b + 1] = 4 * j as u8 + 3;
+            b += 1;
+        }
+        j += 1;
+    }
+    t
+};
+
+/// The scale-weighted integer sums of a block with sixteen 16-value sub-blocks (Q2_K,
+/// Q3_K): `$sumi[r] += Σ_i scale_i · Σ_{l ∈ i} q_l · y_l` in eight i32 lanes, where
+/// `$scales` holds the sixteen scales as i16 lanes and `$unpack` (for `$half` in 0..2 and
+/// `$j` in 0..4) gives the 32 unsigned quants of values `128·half + 32·j ..` (two
+/// sub-blocks). Each quant vector and scale shuffle is made once for every activation row.
+macro_rules! k16_sums {
+    ($scales:expr, $a:ident, $sumi:ident, |$half:ident, $j:ident| $unpack:block) => {{
+        // Expands inside the callers' `unsafe` blocks: each `$a[r]` points to a readable
+        // Q8_K block (their contracts); AVX2 is enabled on them.
+        {
+            // Sub-blocks 0..8 and 8..16, each in both 128-bit halves.
+            let halves = [
+                _mm256_permute2x128_si256::<0x00>($scales, $scales),
+                _mm256_permute2x128_si256::<0x11>($scales, $scales),
+            ];
+            for ($half, sc_half) in halves.iter().enumerate() {
+                for $j in 0..4 {
+                    let q = $unpack;
+                    let sc = _mm256_shuffle_epi8(
+                        *sc_half,
+                        _mm256_loadu_si256(SHUFFLE_PAIR16[$j].as_ptr() as *const __m256i),
+                    );
+                    for r in 0..R {
+                        let y = _mm256_loadu_si256(
+                            $a[r].add(Q8K_QS + 128 * $half + 32 * $j) as *const __m256i
+                        );
+                        let p = _mm256_madd_epi16(sc, _mm256_maddubs_epi16(q, y));
+                        $sumi[r] = _mm256_add_epi32($sumi[r], p);
+                    }
+                }
+            }
+        }
+    }};
+}
+
+/// The sixteen 6-bit Q3_K scales (12 packed bytes at `p`) minus 32, as i8 (ggml's `aux`
+/// unpacking: low nibbles from bytes 0..8, high bit pairs from bytes 8..12).
+///
+/// # Safety
+///
+/// `p` points to 12 readable bytes; AVX2 present.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn scales_q3_k(p: *const u8) -> __m128i {
+    const KMASK1: u32 = 0x03030303;
+    const KMASK2: u32 = 0x0f0f0f0f;
+    // SAFETY: 12 readable bytes.
+    let (a0, a1, t) = unsafe {
+        (
+            std::ptr::read_unaligned(p as *const u32),
+            std::ptr::read_unaligned(p.add(4) as *const u32),
+            std::ptr::read_unaligned(p.add(8) as *const u32),
+        )
+    };
+    let s = [
+        (a0 & KMASK2) | ((t & KMASK1) << 4),
+        (a1 & KMASK2) | (((t >> 2) & KMASK1) << 4),
+        ((a0 >> 4) & KMASK2) | (((t >> 4) & KMASK1) << 4),
+        ((a1 >> 4) & KMASK2) | (((t >> 6) & KMASK1) << 4),
+    ];
+    _mm_sub_epi8(
+        _mm_set_epi32(s[3] as i32, s[2] as i32, s[1] as i32, s[0] as i32),
+        _mm_set1_epi8(32),
+    )
+}
 
 /// The eight 6-bit scales and eight mins of a Q4_K/Q5_K block (12 packed bytes at `p`),
 /// as 16 i16 lanes: scales in lanes 0..8, mins in 8..16 (ggml's `utmp` unpacking).
@@ -164,6 +260,86 @@ macro_rules! super_block_loop {
             }
         }
     }};
+}
+
+/// # Safety
+///
+/// See [`DotFn`]; `acts.len() >= R`, `out.len() >= R`.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn dot_q2_k<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], out: &mut [f32]) {
+    let mut acc = [_mm256_setzero_ps(); R];
+    let m3 = _mm256_set1_epi8(3);
+    let m4 = _mm_set1_epi8(0x0F);
+    super_block_loop!(nb, w, acts, 84, |wp, a| {
+        // SAFETY: a readable 84-byte Q2_K block at `wp`; Q8_K blocks at `a`.
+        unsafe {
+            let d = fp16(wp.add(80));
+            let dmin = fp16(wp.add(82));
+            let packed = _mm_loadu_si128(wp as *const __m128i);
+            let scales = _mm256_cvtepu8_epi16(_mm_and_si128(packed, m4));
+            let mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), m4));
+            let mut sumi = [_mm256_setzero_si256(); R];
+            k16_sums!(scales, a, sumi, |half, j| {
+                let bits = _mm256_loadu_si256(wp.add(16 + 32 * half) as *const __m256i);
+                _mm256_and_si256(_mm256_srl_epi16(bits, _mm_cvtsi32_si128(2 * j as i32)), m3)
+            });
+            for r in 0..R {
+                let da = std::ptr::read_unaligned(a[r] as *const f32);
+                let bsums = _mm256_loadu_si256(a[r].add(Q8K_BSUMS) as *const __m256i);
+                let summ = _mm256_cvtepi32_ps(_mm256_madd_epi16(mins, bsums));
+                acc[r] =
+                    _mm256_fmadd_ps(_mm256_set1_ps(d * da), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+                acc[r] = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * da), summ, acc[r]);
+            }
+        }
+    });
+    for r in 0..R {
+        out[r] = hsum(acc[r]);
+    }
+}
+
+/// # Safety
+///
+/// See [`DotFn`]; `acts.len() >= R`, `out.len() >= R`.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn dot_q3_k<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], out: &mut [f32]) {
+    let mut acc = [_mm256_setzero_ps(); R];
+    let m3 = _mm256_set1_epi8(3);
+    let m1 = _mm256_set1_epi8(1);
+    super_block_loop!(nb, w, acts, 110, |wp, a| {
+        // SAFETY: a readable 110-byte Q3_K block at `wp`; Q8_K blocks at `a`.
+        unsafe {
+            let d = fp16(wp.add(108));
+            let scales = _mm256_cvtepi8_epi16(scales_q3_k(wp.add(96)));
+            let hbits = _mm256_loadu_si256(wp as *const __m256i);
+            // Stored as q + 4 (0..8, the high bit set for q >= 0): Σ s·(q + 4)·y − 4·Σ s·bsum.
+            let mut sumi: [__m256i; R] = std::array::from_fn(|r| {
+                let bsums = _mm256_loadu_si256(a[r].add(Q8K_BSUMS) as *const __m256i);
+                _mm256_sub_epi32(
+                    _mm256_setzero_si256(),
+                    _mm256_slli_epi32(_mm256_madd_epi16(scales, bsums), 2),
+                )
+            });
+            k16_sums!(scales, a, sumi, |half, j| {
+                let bits = _mm256_loadu_si256(wp.add(32 + 32 * half) as *const __m256i);
+                let low =
+                    _mm256_and_si256(_mm256_srl_epi16(bits, _mm_cvtsi32_si128(2 * j as i32)), m3);
+                let high = _mm256_and_si256(
+                    _mm256_srl_epi16(hbits, _mm_cvtsi32_si128((4 * half + j) as i32)),
+                    m1,
+                );
+                _mm256_or_si256(low, _mm256_slli_epi16(high, 2))
+            });
+            for r in 0..R {
+                let da = std::ptr::read_unaligned(a[r] as *const f32);
+                acc[r] =
+                    _mm256_fmadd_ps(_mm256_set1_ps(d * da), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+            }
+        }
+    });
+    for r in 0..R {
+        out[r] = hsum(acc[r]);
+    }
 }
 
 /// # Safety

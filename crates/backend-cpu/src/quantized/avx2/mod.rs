@@ -35,6 +35,8 @@ pub(crate) fn table(base: QuantKernels) -> QuantKernels {
             (DType::Q5_0, legacy::DOT_Q5_0),
             (DType::Q5_1, legacy::DOT_Q5_1),
             (DType::Q8_0, legacy::DOT_Q8_0),
+            (DType::Q2K, kquants::DOT_Q2_K),
+            (DType::Q3K, kquants::DOT_Q3_K),
             (DType::Q4K, kquants::DOT_Q4_K),
             (DType::Q5K, kquants::DOT_Q5_K),
             (DType::Q6K, kquants::DOT_Q6_K),
