@@ -21,6 +21,8 @@
 //! comes from the pool.
 
 mod dequant;
+#[cfg(target_arch = "x86_64")]
+mod dequant_avx2;
 pub(crate) mod gemv;
 mod kernel_avx2;
 mod kernel_scalar;
@@ -71,6 +73,7 @@ pub(crate) const SCALAR: GemmKernel = GemmKernel {
     pack: PackOps {
         transpose16: None,
         f16_to_f32: None,
+        dequantize: None,
     },
 };
 
@@ -95,6 +98,7 @@ const AVX2: GemmKernel = GemmKernel {
     pack: PackOps {
         transpose16: Some(pack_avx2::transpose16),
         f16_to_f32: Some(pack_avx2::f16_to_f32),
+        dequantize: Some(dequant::dequantize_blocks_avx2),
     },
 };
 

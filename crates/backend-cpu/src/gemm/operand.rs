@@ -98,7 +98,11 @@ impl<'a> MatRef<'a> {
                 let bl = dtype.block_len();
                 debug_assert!(stride == 1 && first.is_multiple_of(bl) && n.is_multiple_of(bl));
                 let src = &bytes[block_bytes(dtype, base_block, first, n)];
-                super::dequant::dequantize_blocks(dtype, src, out);
+                match ops.dequantize {
+                    // SAFETY: `ops` holds the helper only where its features were detected.
+                    Some(dequantize) => unsafe { dequantize(dtype, src, out) },
+                    None => super::dequant::dequantize_blocks(dtype, src, out),
+                }
             }
         }
     }

@@ -27,6 +27,9 @@ pub(crate) type Transpose16Fn = unsafe fn(*const f32, usize, usize, *mut f32);
 /// Converts one run of halves (contract: `pack_avx2::f16_to_f32`).
 pub(crate) type F16RunFn = unsafe fn(&[f16], &mut [f32]);
 
+/// Dequantizes whole blocks (contract: `dequant::dequantize_blocks_avx2`).
+pub(crate) type DequantizeFn = unsafe fn(tempra_tensor::DType, &[u8], &mut [f32]);
+
 /// ISA-specific packing helpers; `None` takes the portable loops. Only built with `Some`
 /// after run-time detection of the features the helpers need.
 #[derive(Clone, Copy, Debug, Default)]
@@ -35,6 +38,8 @@ pub(crate) struct PackOps {
     pub(crate) transpose16: Option<Transpose16Fn>,
     /// The half-run conversion, if this ISA has one.
     pub(crate) f16_to_f32: Option<F16RunFn>,
+    /// The block dequantization, if this ISA has its own build of it.
+    pub(crate) dequantize: Option<DequantizeFn>,
 }
 
 /// Packs `inner × kc` values of `src` (inner index `i`, depth `p` at element

@@ -52,6 +52,7 @@ pub use q8_0::BlockQ8_0;
 pub use q8_1::BlockQ8_1;
 pub use q8_k::BlockQ8K;
 pub use quant_block::QuantBlock;
+pub use scale_min_k4::scale_min;
 pub use vec_dot::{QuantDot, vec_dot, vec_dot_dtype};
 
 use crate::dtype::DType;

@@ -15,7 +15,7 @@ use super::scale_search::{ScaleMinSearch, make_qkx2_quants, nearest_int};
 pub(crate) const K_SCALE_SIZE: usize = 12;
 
 /// Scale and min of sub-block `j` (0..8), each 0..64.
-pub(crate) fn scale_min(j: usize, packed: &[u8; K_SCALE_SIZE]) -> (u8, u8) {
+pub fn scale_min(j: usize, packed: &[u8; K_SCALE_SIZE]) -> (u8, u8) {
     if j < 4 {
         (packed[j] & 63, packed[j + 4] & 63)
     } else {
