@@ -1,9 +1,10 @@
 //! Dequantization of weight rows while packing (the prefill GEMM over block-quantized
-//! weights). Every format gets loops over 16 or 32 values the compiler vectorizes (the
-//! reference decodes each value through its own bit-position lookup: Q3_K's was 9 % of a
-//! Q3_K_M prefill); they compute exactly what the reference `dequantize_row` computes
-//! (`level · d (+ m)` in f32, the same operations in the same order), which the tests
-//! check bit for bit.
+//! weights). The 32-value formats get loops the compiler vectorizes; a K-quant block is
+//! decoded into 256 levels and sixteen sub-block scales ([`KBlock`], shared with the AVX2
+//! decoder in `dequant_avx2`) and then scaled 16 values at a time (the reference decodes
+//! each value through its own bit-position lookup: Q3_K's was 9 % of a Q3_K_M prefill).
+//! Both compute exactly what the reference `dequantize_row` computes (`level · d (− m)`
+//! in f32, the same operations in the same order), which the tests check bit for bit.
 
 use half::f16;
 use tempra_tensor::DType;
@@ -34,14 +35,13 @@ pub(crate) unsafe fn dequantize_blocks_avx2(dtype: DType, src: &[u8], out: &mut 
 #[inline(always)]
 fn dequantize_blocks_inline(dtype: DType, src: &[u8], out: &mut [f32]) {
     let bb = dtype.block_bytes();
-    let f16_at = |b: &[u8], i: usize| f16::from_bits(u16::from_le_bytes([b[i], b[i + 1]])).to_f32();
     match dtype {
         DType::Q4_0 | DType::Q4_1 | DType::Q5_0 | DType::Q5_1 | DType::Q8_0
             if out.len() == src.len() / bb * 32 =>
         {
             for (b, y) in src.chunks_exact(bb).zip(out.chunks_exact_mut(32)) {
                 let (y0, y1) = y.split_at_mut(16);
-                let d = f16_at(b, 0);
+                let d = f16_le(b, 0);
                 match dtype {
                     DType::Q4_0 => {
                         for j in 0..16 {
@@ -50,7 +50,7 @@ fn dequantize_blocks_inline(dtype: DType, src: &[u8], out: &mut [f32]) {
                         }
                     }
                     DType::Q4_1 => {
-                        let m = f16_at(b, 2);
+                        let m = f16_le(b, 2);
                         for j in 0..16 {
                             y0[j] = (b[4 + j] & 0xF) as f32 * d + m;
                             y1[j] = (b[4 + j] >> 4) as f32 * d + m;
@@ -66,7 +66,7 @@ fn dequantize_blocks_inline(dtype: DType, src: &[u8], out: &mut [f32]) {
                         }
                     }
                     DType::Q5_1 => {
-                        let m = f16_at(b, 2);
+                        let m = f16_le(b, 2);
                         let qh = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
                         for j in 0..16 {
                             let lo = (b[8 + j] & 0xF) as u32 | ((qh >> j) & 1) << 4;
@@ -86,14 +86,18 @@ fn dequantize_blocks_inline(dtype: DType, src: &[u8], out: &mut [f32]) {
         DType::Q2K | DType::Q3K | DType::Q4K | DType::Q5K | DType::Q6K
             if out.len() == src.len() / bb * QK_K =>
         {
+            let mut block = KBlock::new();
             for (b, y) in src.chunks_exact(bb).zip(out.chunks_exact_mut(QK_K)) {
-                let y: &mut [f32; QK_K] = y.try_into().expect("a whole block");
-                match dtype {
-                    DType::Q2K => q2_k(b, y),
-                    DType::Q3K => q3_k(b, y),
-                    DType::Q4K => q4_k(b, y, None),
-                    DType::Q5K => q4_k(b, y, Some(&b[16..48])),
-                    _ => q6_k(b, y),
+                block.read_scales(dtype, b);
+                k_levels(dtype, b, &mut block.levels);
+                for ((y, levels), (&dl, &ml)) in y
+                    .chunks_exact_mut(16)
+                    .zip(block.levels.chunks_exact(16))
+                    .zip(block.dl.iter().zip(&block.ml))
+                {
+                    for (o, &l) in y.iter_mut().zip(levels) {
+                        *o = dl * l as f32 - ml;
+                    }
                 }
             }
         }
@@ -106,124 +110,123 @@ fn dequantize_blocks_inline(dtype: DType, src: &[u8], out: &mut [f32]) {
 }
 
 /// Values per K-quant super-block.
-const QK_K: usize = 256;
+pub(super) const QK_K: usize = 256;
 
+/// The f16 at `b[at..at + 2]` (little-endian) as f32.
 #[inline(always)]
 fn f16_le(b: &[u8], at: usize) -> f32 {
     f16::from_bits(u16::from_le_bytes([b[at], b[at + 1]])).to_f32()
 }
 
-/// Q2_K (`scales[16] qs[64] d dmin`): value `128n + 32j + l` is bits `2j` of `qs[32n + l]`,
-/// sub-block scale and min the nibbles of `scales[(128n + 32j + l) / 16]`.
-#[inline(always)]
-fn q2_k(b: &[u8], y: &mut [f32; QK_K]) {
-    let (d, min) = (f16_le(b, 80), f16_le(b, 82));
-    for (n, qs) in b[16..80].chunks_exact(32).enumerate() {
-        for j in 0..4 {
-            for (h, (q, out)) in qs
-                .chunks_exact(16)
-                .zip(y[128 * n + 32 * j..].chunks_exact_mut(16))
-                .enumerate()
-            {
-                let sc = b[8 * n + 2 * j + h];
-                let (dl, ml) = (d * (sc & 0xF) as f32, min * (sc >> 4) as f32);
-                for (o, &q) in out.iter_mut().zip(q) {
-                    *o = dl * ((q >> (2 * j)) & 3) as f32 - ml;
+/// One K-quant super-block decoded: value `16j + l` is `dl[j] · levels[16j + l] − ml[j]`,
+/// the reference's `dl · level (− ml)` with the same operations (`x − 0` is `x` bit for
+/// bit where a format has no offset).
+pub(super) struct KBlock {
+    /// The 256 levels (signed, offsets applied).
+    pub(super) levels: [i8; QK_K],
+    /// Each 16-value sub-block's scale.
+    pub(super) dl: [f32; 16],
+    /// Each 16-value sub-block's offset (zero for Q3_K and Q6_K).
+    pub(super) ml: [f32; 16],
+}
+
+impl KBlock {
+    /// A zeroed block.
+    pub(super) fn new() -> KBlock {
+        KBlock {
+            levels: [0; QK_K],
+            dl: [0.0; 16],
+            ml: [0.0; 16],
+        }
+    }
+
+    /// Sets `dl` and `ml` from block `b` of `dtype` (Q2_K, Q3_K, Q4_K, Q5_K or Q6_K; any
+    /// other leaves them).
+    #[inline(always)]
+    pub(super) fn read_scales(&mut self, dtype: DType, b: &[u8]) {
+        match dtype {
+            // `scales[16] qs[64] d dmin`: nibbles of `scales[j]`.
+            DType::Q2K => {
+                let (d, min) = (f16_le(b, 80), f16_le(b, 82));
+                for (j, &sc) in b[..16].iter().enumerate() {
+                    self.dl[j] = d * (sc & 0xF) as f32;
+                    self.ml[j] = min * (sc >> 4) as f32;
                 }
             }
+            // `hmask[32] qs[64] scales[12] d`: sixteen 6-bit scales minus 32.
+            DType::Q3K => {
+                let (d, packed) = (f16_le(b, 108), &b[96..108]);
+                for j in 0..16 {
+                    let low = if j < 8 {
+                        packed[j] & 0xF
+                    } else {
+                        packed[j - 8] >> 4
+                    };
+                    let high = (packed[8 + j % 4] >> (2 * (j / 4))) & 3;
+                    self.dl[j] = d * ((low | (high << 4)) as i32 - 32) as f32;
+                    self.ml[j] = 0.0;
+                }
+            }
+            // `d dmin scales[12] ...`: a scale and a min per 32 values, written twice.
+            DType::Q4K | DType::Q5K => {
+                let (d, min) = (f16_le(b, 0), f16_le(b, 2));
+                let packed: &[u8; 12] = b[4..16].try_into().expect("12 scale bytes");
+                for j in 0..8 {
+                    let (sc, m) = tempra_tensor::quant::scale_min(j, packed);
+                    self.dl[2 * j..2 * j + 2].fill(d * sc as f32);
+                    self.ml[2 * j..2 * j + 2].fill(min * m as f32);
+                }
+            }
+            // `ql[128] qh[64] scales:i8[16] d`.
+            DType::Q6K => {
+                let d = f16_le(b, 208);
+                for j in 0..16 {
+                    self.dl[j] = d * (b[192 + j] as i8) as f32;
+                    self.ml[j] = 0.0;
+                }
+            }
+            _ => {}
         }
     }
 }
 
-/// Q3_K (`hmask[32] qs[64] scales[12] d`): value `128n + 32j + l` has low bits `2j` of
-/// `qs[32n + l]` and `-4` unless bit `4n + j` of `hmask[l]` is set; sixteen 6-bit scales
-/// minus 32.
+/// The 256 levels of K-quant block `b` (bit layouts as `dequant_avx2`'s decoders read
+/// them: Q2_K value `128n + 32j + l` is bits `2j` of `qs[32n + l]`; Q3_K adds `-4` unless
+/// bit `4n + j` of `hmask[l]` is set; Q4_K value `64p + 32h + l` is nibble `h` of
+/// `qs[32p + l]`, Q5_K with bit `2p + h` of `qh[l]` above it; Q6_K value `128n + 32k + l`
+/// is nibble `k / 2` of `ql[64n + 32(k % 2) + l]` with bits `2k` of `qh[32n + l]` above,
+/// minus 32).
 #[inline(always)]
-fn q3_k(b: &[u8], y: &mut [f32; QK_K]) {
-    let d = f16_le(b, 108);
-    let packed = &b[96..108];
-    let scales: [i32; 16] = std::array::from_fn(|j| {
-        let low = if j < 8 {
-            packed[j] & 0xF
-        } else {
-            packed[j - 8] >> 4
-        };
-        let high = (packed[8 + j % 4] >> (2 * (j / 4))) & 3;
-        (low | (high << 4)) as i32 - 32
-    });
-    let hmask = &b[0..32];
-    for (n, qs) in b[32..96].chunks_exact(32).enumerate() {
-        for j in 0..4 {
-            let bit = 4 * n + j;
-            for (h, out) in y[128 * n + 32 * j..]
-                .chunks_exact_mut(16)
-                .take(2)
-                .enumerate()
-            {
-                let dl = d * scales[8 * n + 2 * j + h] as f32;
-                let (q, hm) = (&qs[16 * h..16 * h + 16], &hmask[16 * h..16 * h + 16]);
-                for ((o, &q), &m) in out.iter_mut().zip(q).zip(hm) {
-                    let level = ((q >> (2 * j)) & 3) as i32 - 4 * (1 - ((m >> bit) & 1) as i32);
-                    *o = dl * level as f32;
-                }
+fn k_levels(dtype: DType, b: &[u8], levels: &mut [i8; QK_K]) {
+    // `level(run, l)`: value `32·run + l`; one monomorphized loop per format.
+    #[inline(always)]
+    fn fill(levels: &mut [i8; QK_K], level: impl Fn(usize, usize) -> u8) {
+        for (run, out) in levels.chunks_exact_mut(32).enumerate() {
+            for (l, o) in out.iter_mut().enumerate() {
+                *o = level(run, l) as i8;
             }
         }
     }
-}
-
-/// Q4_K (`d dmin scales[12] qs[128]`) and Q5_K (`qh[32]` before `qs`): value `64p + 32h + l`
-/// is nibble `h` of `qs[32p + l]` (plus bit `2p + h` of `qh[l]` as bit 4 for Q5_K).
-#[inline(always)]
-fn q4_k(b: &[u8], y: &mut [f32; QK_K], qh: Option<&[u8]>) {
-    let (d, min) = (f16_le(b, 0), f16_le(b, 2));
-    let packed: &[u8; 12] = b[4..16].try_into().expect("12 scale bytes");
-    let qs = &b[if qh.is_some() { 48 } else { 16 }..][..128];
-    for (p, q) in qs.chunks_exact(32).enumerate() {
-        for h in 0..2 {
-            let j = 2 * p + h;
-            let (sc, m) = tempra_tensor::quant::scale_min(j, packed);
-            let (d1, m1) = (d * sc as f32, min * m as f32);
-            let out = &mut y[32 * j..32 * j + 32];
-            match qh {
-                None => {
-                    for (o, &q) in out.iter_mut().zip(q) {
-                        *o = d1 * ((q >> (4 * h)) & 0xF) as f32 - m1;
-                    }
-                }
-                Some(qh) => {
-                    for ((o, &q), &hb) in out.iter_mut().zip(q).zip(qh) {
-                        let level = ((q >> (4 * h)) & 0xF) | (((hb >> j) & 1) << 4);
-                        *o = d1 * level as f32 - m1;
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// Q6_K (`ql[128] qh[64] scales:i8[16] d`): value `128n + 32k + l` is nibble `k / 2` of
-/// `ql[64n + 32(k % 2) + l]` with bits `2k` of `qh[32n + l]` above it, minus 32.
-#[inline(always)]
-fn q6_k(b: &[u8], y: &mut [f32; QK_K]) {
-    let d = f16_le(b, 208);
-    for n in 0..2 {
-        let (ql, qh) = (&b[64 * n..64 * n + 64], &b[128 + 32 * n..128 + 32 * n + 32]);
-        for k in 0..4 {
-            let low = &ql[32 * (k % 2)..32 * (k % 2) + 32];
-            for (h, out) in y[128 * n + 32 * k..]
-                .chunks_exact_mut(16)
-                .take(2)
-                .enumerate()
-            {
-                let dl = d * (b[192 + 8 * n + 2 * k + h] as i8) as f32;
-                let (lo, hi) = (&low[16 * h..16 * h + 16], &qh[16 * h..16 * h + 16]);
-                for ((o, &l), &hb) in out.iter_mut().zip(lo).zip(hi) {
-                    let level =
-                        (((l >> (4 * (k / 2))) & 0xF) | (((hb >> (2 * k)) & 3) << 4)) as i32 - 32;
-                    *o = dl * level as f32;
-                }
-            }
-        }
+    match dtype {
+        DType::Q2K => fill(levels, |run, l| {
+            (b[16 + 32 * (run / 4) + l] >> (2 * (run % 4))) & 3
+        }),
+        DType::Q3K => fill(levels, |run, l| {
+            let low = (b[32 + 32 * (run / 4) + l] >> (2 * (run % 4))) & 3;
+            (low | (((b[l] >> run) & 1) << 2)).wrapping_sub(4)
+        }),
+        DType::Q4K => fill(levels, |run, l| {
+            (b[16 + 32 * (run / 2) + l] >> (4 * (run % 2))) & 0xF
+        }),
+        DType::Q5K => fill(levels, |run, l| {
+            let low = (b[48 + 32 * (run / 2) + l] >> (4 * (run % 2))) & 0xF;
+            low | (((b[16 + l] >> run) & 1) << 4)
+        }),
+        _ => fill(levels, |run, l| {
+            let (n, k) = (run / 4, run % 4);
+            let low = (b[64 * n + 32 * (k % 2) + l] >> (4 * (k / 2))) & 0xF;
+            (low | (((b[128 + 32 * n + l] >> (2 * k)) & 3) << 4)).wrapping_sub(32)
+        }),
     }
 }
 

@@ -152,8 +152,9 @@ fn attend<S: Simd, K: Lane, V: Lane>(
         let nb = BLOCK.min(end - j0);
         // Scores of every row against the block's keys.
         for jj in 0..nb {
-            // The next block's rows arrive while this one is computed, one key per key
-            // (a burst of the whole block's prefetches stalled on the miss buffers).
+            // The next block's rows arrive while this one is computed, asked for one key
+            // per key (issued as one burst, the instructions after the prefetches took
+            // 5-6 % of decode attention's profile samples).
             if j0 + nb + jj < end {
                 prefetch_block(k, kr, v, vr, j0 + nb + jj..j0 + nb + jj + 1);
             }

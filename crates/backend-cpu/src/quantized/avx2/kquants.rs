@@ -155,6 +155,49 @@ unsafe fn scales_q3_k(p: *const u8) -> __m128i {
     )
 }
 
+/// `acc[r] += (d · d_a) · sumi[r]` for each activation row's Q8_K block at `a[r]` (its
+/// scale `d_a` is the block's first f32).
+///
+/// # Safety
+///
+/// Each `a[r]` points to a readable Q8_K block; AVX2 and FMA present.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn add_scaled<const R: usize>(
+    acc: &mut [__m256; R],
+    d: f32,
+    a: &[*const u8; R],
+    sumi: &[__m256i; R],
+) {
+    for r in 0..R {
+        // SAFETY: the block's first 4 bytes (the contract).
+        let da = unsafe { std::ptr::read_unaligned(a[r] as *const f32) };
+        acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * da), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+    }
+}
+
+/// `−2^SHIFT · Σ_i scale_i · bsum_i` in eight i32 lanes per activation row: where a
+/// format stores `q + 2^SHIFT` (Q3_K: 4, Q6_K: 32), the integer sums start here and the
+/// products then multiply the unsigned stored values. `scales16` holds the sixteen
+/// 16-value sub-blocks' scales as i16 lanes.
+///
+/// # Safety
+///
+/// Each `a[r]` points to a readable Q8_K block; AVX2 present.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn offset_sums<const R: usize, const SHIFT: i32>(
+    scales16: __m256i,
+    a: &[*const u8; R],
+) -> [__m256i; R] {
+    std::array::from_fn(|r| {
+        // SAFETY: the block's 16 `bsums` (the contract).
+        let bsums = unsafe { _mm256_loadu_si256(a[r].add(Q8K_BSUMS) as *const __m256i) };
+        let weighted = _mm256_slli_epi32::<SHIFT>(_mm256_madd_epi16(scales16, bsums));
+        _mm256_sub_epi32(_mm256_setzero_si256(), weighted)
+    })
+}
+
 /// The eight 6-bit scales and eight mins of a Q4_K/Q5_K block (12 packed bytes at `p`),
 /// as 16 i16 lanes: scales in lanes 0..8, mins in 8..16 (ggml's `utmp` unpacking).
 ///
@@ -230,11 +273,7 @@ macro_rules! k4_block {
                     sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(pl, ph));
                 }
             }
-            for r in 0..R {
-                let da = std::ptr::read_unaligned($a[r] as *const f32);
-                $acc[r] =
-                    _mm256_fmadd_ps(_mm256_set1_ps(d * da), _mm256_cvtepi32_ps(sumi[r]), $acc[r]);
-            }
+            add_scaled(&mut $acc, d, &$a, &sumi);
         }
     }};
 }
@@ -283,12 +322,11 @@ unsafe fn dot_q2_k<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], 
                 let bits = _mm256_loadu_si256(wp.add(16 + 32 * half) as *const __m256i);
                 _mm256_and_si256(_mm256_srl_epi16(bits, _mm_cvtsi32_si128(2 * j as i32)), m3)
             });
+            add_scaled(&mut acc, d, &a, &sumi);
             for r in 0..R {
                 let da = std::ptr::read_unaligned(a[r] as *const f32);
                 let bsums = _mm256_loadu_si256(a[r].add(Q8K_BSUMS) as *const __m256i);
                 let summ = _mm256_cvtepi32_ps(_mm256_madd_epi16(mins, bsums));
-                acc[r] =
-                    _mm256_fmadd_ps(_mm256_set1_ps(d * da), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
                 acc[r] = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * da), summ, acc[r]);
             }
         }
@@ -312,14 +350,8 @@ unsafe fn dot_q3_k<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], 
             let d = fp16(wp.add(108));
             let scales = _mm256_cvtepi8_epi16(scales_q3_k(wp.add(96)));
             let hbits = _mm256_loadu_si256(wp as *const __m256i);
-            // Stored as q + 4 (0..8, the high bit set for q >= 0): Σ s·(q + 4)·y − 4·Σ s·bsum.
-            let mut sumi: [__m256i; R] = std::array::from_fn(|r| {
-                let bsums = _mm256_loadu_si256(a[r].add(Q8K_BSUMS) as *const __m256i);
-                _mm256_sub_epi32(
-                    _mm256_setzero_si256(),
-                    _mm256_slli_epi32(_mm256_madd_epi16(scales, bsums), 2),
-                )
-            });
+            // Stored as q + 4 (0..8, the high bit set for q >= 0).
+            let mut sumi = offset_sums::<R, 2>(scales, &a);
             k16_sums!(scales, a, sumi, |half, j| {
                 let bits = _mm256_loadu_si256(wp.add(32 + 32 * half) as *const __m256i);
                 let low =
@@ -330,11 +362,7 @@ unsafe fn dot_q3_k<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], 
                 );
                 _mm256_or_si256(low, _mm256_slli_epi16(high, 2))
             });
-            for r in 0..R {
-                let da = std::ptr::read_unaligned(a[r] as *const f32);
-                acc[r] =
-                    _mm256_fmadd_ps(_mm256_set1_ps(d * da), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
-            }
+            add_scaled(&mut acc, d, &a, &sumi);
         }
     });
     for r in 0..R {
@@ -413,14 +441,7 @@ unsafe fn dot_q6_k<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], 
             // The quants are stored as q + 32 (0..64): Σ s·(q + 32)·y − 32·Σ s·bsum, the
             // correction from the activation's 16-value sums (one `madd` per block
             // instead of a second `maddubs` per 32 values).
-            let scales16 = _mm256_cvtepi8_epi16(scales);
-            let mut sumi: [__m256i; R] = std::array::from_fn(|r| {
-                let bsums = _mm256_loadu_si256(a[r].add(Q8K_BSUMS) as *const __m256i);
-                _mm256_slli_epi32(_mm256_madd_epi16(scales16, bsums), 5)
-            });
-            for sumi in sumi.iter_mut() {
-                *sumi = _mm256_sub_epi32(_mm256_setzero_si256(), *sumi);
-            }
+            let mut sumi = offset_sums::<R, 5>(_mm256_cvtepi8_epi16(scales), &a);
             for half in 0..2 {
                 let ql = wp.add(64 * half);
                 let qh = wp.add(128 + 32 * half);
@@ -454,11 +475,7 @@ unsafe fn dot_q6_k<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], 
                     sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(p01, p23));
                 }
             }
-            for r in 0..R {
-                let da = std::ptr::read_unaligned(a[r] as *const f32);
-                acc[r] =
-                    _mm256_fmadd_ps(_mm256_set1_ps(d * da), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
-            }
+            add_scaled(&mut acc, d, &a, &sumi);
         }
     });
     for r in 0..R {
