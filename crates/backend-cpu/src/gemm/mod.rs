@@ -42,6 +42,7 @@ use tempra_tensor::{Result, TensorError};
 pub(crate) use operand::{MatRef, Values};
 use pack::{KC_MAX, PackOps, pack_panels};
 
+use crate::isa::{Isa, Level};
 use crate::parallel::Parallel;
 
 /// A micro-kernel and the blocking that suits it.
@@ -61,6 +62,109 @@ pub(crate) struct GemmKernel {
     pack: PackOps,
 }
 
+impl GemmKernel {
+    /// `C[0..mc, 0..nc] (+)= A · B` from packed A panels (`mc` rows, see
+    /// [`GemmKernel::pack_a`]) and packed B panels (`nc` columns, [`GemmKernel::pack_b`]),
+    /// both of depth `kc`: the micro-kernel over every tile (the macro-kernel of the
+    /// blocked loop nest, and the products of blocked attention).
+    ///
+    /// # Safety
+    ///
+    /// `c` addresses an `mc × nc` region valid for reads and writes that nothing else
+    /// touches during the call; the packs hold whole panels for `mc` rows and `nc` columns.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn packed_product(
+        &self,
+        a_pack: &[f32],
+        mc: usize,
+        b_pack: &[f32],
+        nc: usize,
+        kc: usize,
+        c: OutPtr,
+        accumulate: bool,
+    ) {
+        let kern = self;
+        let (mr, nr) = (kern.mr, kern.nr);
+        assert!(
+            a_pack.len() >= mc.div_ceil(mr) * mr * kc && b_pack.len() >= nc.div_ceil(nr) * nr * kc,
+            "packed panels shorter than the product"
+        );
+        // Partial tiles go through a full-size local tile, zeroed only if one occurs (a
+        // blocked attention calls this twice per key block, all tiles full).
+        let mut tile_buf: Option<[f32; 16 * 32]> = None;
+        for jr in (0..nc).step_by(nr) {
+            let nw = (nc - jr).min(nr);
+            let bp = b_pack[jr * kc..].as_ptr();
+            for ir in (0..mc).step_by(mr) {
+                let mh = (mc - ir).min(mr);
+                let ap = a_pack[ir * kc..].as_ptr();
+                // SAFETY: (ir, jr) lies inside the caller's region.
+                let ct = unsafe { c.at(ir, jr) };
+                if mh == mr && nw == nr {
+                    // SAFETY: the kernel was selected after feature detection; the panels
+                    // hold `kc` steps; the tile is inside C.
+                    unsafe { (kern.run)(kc, ap, bp, ct.ptr, ct.ldc, accumulate) };
+                } else {
+                    let tile = tile_buf.get_or_insert([0.0; 16 * 32]);
+                    // SAFETY: as above, into the local full-size tile.
+                    unsafe { (kern.run)(kc, ap, bp, tile.as_mut_ptr(), nr, false) };
+                    for i in 0..mh {
+                        // SAFETY: row `i` of the partial tile lies inside C.
+                        let row =
+                            unsafe { std::slice::from_raw_parts_mut(ct.ptr.add(i * ct.ldc), nw) };
+                        let src = &tile[i * nr..i * nr + nw];
+                        if accumulate {
+                            row.iter_mut().zip(src).for_each(|(o, s)| *o += s);
+                        } else {
+                            row.copy_from_slice(src);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Packs `rows × kc` values of `src` (row `i`, depth `p` at element
+    /// `i · row_stride + p · k_stride` past its offset) into this kernel's A panels:
+    /// `rows.div_ceil(mr) · mr · kc` f32s of `dst`, zero-padded rows.
+    pub(crate) fn pack_a(
+        &self,
+        src: MatRef<'_>,
+        rows: usize,
+        row_stride: usize,
+        kc: usize,
+        k_stride: usize,
+        dst: &mut [f32],
+    ) {
+        pack_panels(self.pack, src, self.mr, rows, row_stride, kc, k_stride, dst);
+    }
+
+    /// Packs `cols × kc` values of `src` (column `j`, depth `p` at element `j ·
+    /// col_stride + p · k_stride`) into this kernel's B panels: `cols.div_ceil(nr) · nr ·
+    /// kc` f32s of `dst`, zero-padded columns.
+    pub(crate) fn pack_b(
+        &self,
+        src: MatRef<'_>,
+        cols: usize,
+        col_stride: usize,
+        kc: usize,
+        k_stride: usize,
+        dst: &mut [f32],
+    ) {
+        pack_panels(self.pack, src, self.nr, cols, col_stride, kc, k_stride, dst);
+    }
+
+    /// f32s of packed A panels for `rows` rows of depth `kc`.
+    pub(crate) fn a_panels_len(&self, rows: usize, kc: usize) -> usize {
+        rows.div_ceil(self.mr) * self.mr * kc
+    }
+
+    /// f32s of packed B panels for `cols` columns of depth `kc`.
+    pub(crate) fn b_panels_len(&self, cols: usize, kc: usize) -> usize {
+        cols.div_ceil(self.nr) * self.nr * kc
+    }
+}
+
 /// The portable kernel: every target has it.
 pub(crate) const SCALAR: GemmKernel = GemmKernel {
     name: "scalar",
@@ -72,6 +176,9 @@ pub(crate) const SCALAR: GemmKernel = GemmKernel {
     run: kernel_scalar::kernel,
     pack: PackOps {
         transpose16: None,
+        transpose16_f16: None,
+        transpose6: None,
+        rows16_f16: None,
         f16_to_f32: None,
         dequantize: None,
     },
@@ -97,6 +204,9 @@ const AVX2: GemmKernel = GemmKernel {
     run: avx2_entry,
     pack: PackOps {
         transpose16: Some(pack_avx2::transpose16),
+        transpose16_f16: Some(pack_avx2::transpose16_f16),
+        transpose6: Some(pack_avx2::transpose6),
+        rows16_f16: Some(pack_avx2::rows16_f16),
         f16_to_f32: Some(pack_avx2::f16_to_f32),
         dequantize: Some(dequant::dequantize_blocks_avx2),
     },
@@ -129,6 +239,15 @@ pub(crate) fn avx2_kernel() -> Option<GemmKernel> {
 #[cfg(test)]
 pub(crate) fn best_kernel() -> GemmKernel {
     avx2_kernel().unwrap_or(SCALAR)
+}
+
+/// The kernel for a backend's ISA level: AVX2's from the AVX2 level up (AVX-512 levels
+/// run it until 512-bit kernels are written), the portable one below.
+pub(crate) fn kernel_for(level: Level) -> GemmKernel {
+    match (level.isa(), avx2_kernel()) {
+        (Isa::Avx2 | Isa::Avx512, Some(kernel)) => kernel,
+        _ => SCALAR,
+    }
 }
 
 /// Work below this many multiply-adds stays on the calling thread.
@@ -423,63 +542,9 @@ impl Gemm<'_> {
             let mc = (m - ic).min(kern.mc);
             pack_panels(kern.pack, a.at(ic, 0), mr, mc, a.rs, kc, a.cs, a_pack);
             // SAFETY: rows `ic..ic + mc` of the caller's region.
-            unsafe { self.macro_kernel(a_pack, mc, packed, nc, kc, c.at(ic, 0), accumulate) };
+            unsafe { kern.packed_product(a_pack, mc, packed, nc, kc, c.at(ic, 0), accumulate) };
         }
         Ok(())
-    }
-
-    /// Runs the micro-kernel over every tile of `C[0..mc, 0..nc]` from packed A panels
-    /// (`mc` rows) and packed B panels (`nc` columns), both of depth `kc`.
-    ///
-    /// # Safety
-    ///
-    /// `c` addresses an `mc × nc` region valid for reads and writes that nothing else
-    /// touches during the call; the packs hold whole panels for `mc` rows and `nc` columns.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn macro_kernel(
-        &self,
-        a_pack: &[f32],
-        mc: usize,
-        b_pack: &[f32],
-        nc: usize,
-        kc: usize,
-        c: OutPtr,
-        accumulate: bool,
-    ) {
-        let kern = self.kernel;
-        let (mr, nr) = (kern.mr, kern.nr);
-        debug_assert!(a_pack.len() >= mc.div_ceil(mr) * mr * kc);
-        debug_assert!(b_pack.len() >= nc.div_ceil(nr) * nr * kc);
-        let mut tile = [0f32; 16 * 32];
-        for jr in (0..nc).step_by(nr) {
-            let nw = (nc - jr).min(nr);
-            let bp = b_pack[jr * kc..].as_ptr();
-            for ir in (0..mc).step_by(mr) {
-                let mh = (mc - ir).min(mr);
-                let ap = a_pack[ir * kc..].as_ptr();
-                // SAFETY: (ir, jr) lies inside the caller's region.
-                let ct = unsafe { c.at(ir, jr) };
-                if mh == mr && nw == nr {
-                    // SAFETY: the kernel was selected after feature detection; the panels
-                    // hold `kc` steps; the tile is inside C.
-                    unsafe { (kern.run)(kc, ap, bp, ct.ptr, ct.ldc, accumulate) };
-                } else {
-                    // SAFETY: as above, into the local full-size tile.
-                    unsafe { (kern.run)(kc, ap, bp, tile.as_mut_ptr(), nr, false) };
-                    for i in 0..mh {
-                        // SAFETY: row `i` of the partial tile lies inside C.
-                        let row =
-                            unsafe { std::slice::from_raw_parts_mut(ct.ptr.add(i * ct.ldc), nw) };
-                        let src = &tile[i * nr..i * nr + nw];
-                        if accumulate {
-                            row.iter_mut().zip(src).for_each(|(o, s)| *o += s);
-                        } else {
-                            row.copy_from_slice(src);
-                        }
-                    }
-                }
-            }
-        }
     }
 
     /// Runs the blocked loop nest for `C = A · B` (`m × n`, depth `k`) on the calling

@@ -5,6 +5,8 @@
 use std::time::Instant;
 
 use super::*;
+use half::f16;
+
 use crate::parallel::Serial;
 
 fn best_of(reps: usize, mut f: impl FnMut()) -> f64 {
@@ -163,4 +165,35 @@ fn fma_peak() {
         "fma peak: {:.1} GFLOP/s (sink {sink})",
         2.0 * 8.0 * 12.0 * iters as f64 / t / 1e9
     );
+}
+
+/// Packing a transposed f16 weight (`w [N, K]` as `B = wᵀ`) block by block as a prefill
+/// GEMM does, from a matrix larger than the caches: ns per value, and the portable
+/// (convert, then transpose) path beside the ISA's fused one.
+#[test]
+#[ignore]
+fn pack_f16_weights() {
+    let kern = best_kernel();
+    let (n, k) = (16384usize, 2048usize);
+    let w: Vec<f16> = (0..n * k)
+        .map(|i| f16::from_f32((i % 251) as f32 / 64.0))
+        .collect();
+    let b = MatRef {
+        values: Values::F16(&w),
+        offset: 0,
+        rs: 1,
+        cs: k,
+    };
+    let mut dst = vec![0f32; kern.nc.div_ceil(kern.nr) * kern.nr * kern.kc];
+    for (name, ops) in [("portable", PackOps::default()), (kern.name, kern.pack)] {
+        let t = best_of(3, || {
+            for jc in (0..n).step_by(kern.nc) {
+                let nc = (n - jc).min(kern.nc);
+                for pc in (0..k).step_by(kern.kc) {
+                    pack_panels(ops, b.at(pc, jc), kern.nr, nc, k, kern.kc, 1, &mut dst);
+                }
+            }
+        });
+        println!("{name}: {:.3} ns per value", t * 1e9 / (n * k) as f64);
+    }
 }
