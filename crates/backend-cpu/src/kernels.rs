@@ -3,6 +3,7 @@
 //! ([`crate::ops`]) walks layouts and splits work between threads.
 
 pub(crate) mod attention;
+pub(crate) mod attention_blocked;
 pub(crate) mod convert;
 pub(crate) mod elementwise;
 pub(crate) mod norm;

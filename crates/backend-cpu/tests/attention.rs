@@ -182,6 +182,91 @@ fn positions_windows_and_softcap() {
 }
 
 #[test]
+fn blocked_prefill_tiles() {
+    // Prefill tiles wider than the narrow kernel's eight rows run blocked, through the
+    // GEMM micro-kernel: GQA groups of 8 (six positions per tile), 4, 1 (48 positions),
+    // odd and unequal head dims (partial panels), several key blocks, a chunk that starts
+    // past position 0, sliding windows (blocks that start before a row's first key) and a
+    // soft-cap, f16 and f32 caches in every layout.
+    let wide = Case {
+        tq: 70,
+        tk: 150,
+        q_start: 80,
+        hq: 8,
+        hkv: 1,
+        d: 64,
+        dv: 64,
+        window: None,
+        softcap: None,
+    };
+    let cases = [
+        wide,
+        Case {
+            tq: 100,
+            tk: 100,
+            q_start: 0,
+            hq: 2,
+            hkv: 2,
+            ..wide
+        }, // no GQA: 48 positions per tile, a short last tile
+        Case {
+            hq: 8,
+            hkv: 2,
+            d: 17,
+            dv: 33,
+            ..wide
+        },
+        Case {
+            hq: 4,
+            hkv: 4,
+            d: 65,
+            dv: 40,
+            tq: 20,
+            ..wide
+        },
+        Case {
+            d: 1,
+            dv: 1,
+            tq: 9,
+            ..wide
+        },
+        Case {
+            window: Some(37),
+            softcap: Some(15.0),
+            ..wide
+        },
+        Case {
+            tq: 30,
+            tk: 200,
+            q_start: 170,
+            hq: 3,
+            hkv: 1,
+            window: Some(90),
+            d: 128,
+            dv: 128,
+            ..wide
+        }, // groups of 3: sixteen positions per tile
+    ];
+    for c in cases {
+        check(&format!("{c:?}"), TOL, |ctx| {
+            run(ctx, &c, DType::F16, DType::F16, 0)
+        });
+    }
+    for (kd, vd, layout) in [
+        (DType::F32, DType::F32, 1),
+        (DType::F16, DType::F32, 2),
+        (DType::F32, DType::F16, 2),
+    ] {
+        let c = Case { tq: 40, ..wide };
+        check(
+            &format!("blocked, k {kd} v {vd} layout {layout}"),
+            TOL,
+            |ctx| run(ctx, &c, kd, vd, layout),
+        );
+    }
+}
+
+#[test]
 fn cache_dtypes_and_layouts() {
     let c = Case {
         tq: 2,

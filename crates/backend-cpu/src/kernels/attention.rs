@@ -133,15 +133,10 @@ fn attend<S: Simd, K: Lane, V: Lane>(
     let (dp, dvp) = (pad(d), pad(dv));
     let out = &mut out[..rows * dv];
     let row_keys = &tile.keys[..rows];
-    // The union of the rows' ranges (empty ranges add nothing).
-    let (first, end) = row_keys
-        .iter()
-        .filter(|k| !k.is_empty())
-        .fold((usize::MAX, 0), |(a, b), k| (a.min(k.start), b.max(k.end)));
-    if first >= end {
+    let Some((first, end)) = key_union(row_keys) else {
         out.fill(0.0);
         return;
-    }
+    };
     let acc = &mut scratch.acc[..rows * dvp];
     acc.fill(0.0);
     let mut m = [f32::NEG_INFINITY; MAX_ROWS];
@@ -173,40 +168,21 @@ fn attend<S: Simd, K: Lane, V: Lane>(
                 };
             }
         }
-        // Online softmax per row: turn scores into weights, rescale the accumulators.
-        for r in 0..rows {
-            let sc = &mut scratch.scores[r * BLOCK..r * BLOCK + nb];
-            if let Some(cap) = tile.softcap {
-                soft_cap(s, sc, cap);
-            }
-            // Keys of the block outside this row's range (after the cap, which would
-            // turn -inf into -cap) take no weight.
-            let own = &row_keys[r];
-            if j0 < own.start || j0 + nb > own.end {
-                for (jj, x) in sc.iter_mut().enumerate() {
-                    if !own.contains(&(j0 + jj)) {
-                        *x = f32::NEG_INFINITY;
-                    }
-                }
-            }
-            let block_max = max_row(s, sc);
-            let m_new = m[r].max(block_max);
-            if m_new == f32::NEG_INFINITY {
-                sc.fill(0.0);
-                continue;
-            }
-            let correction = if m[r] == f32::NEG_INFINITY {
-                0.0
-            } else {
-                (m[r] - m_new).exp()
-            };
-            let sum = exp_shifted(s, sc, m_new);
-            l[r] = l[r] * correction + sum;
-            if correction != 1.0 {
-                scale_row(s, &mut acc[r * dvp..(r + 1) * dvp], correction);
-            }
-            m[r] = m_new;
-        }
+        let running = Running {
+            m: &mut m[..rows],
+            l: &mut l[..rows],
+            acc,
+            stride: dvp,
+        };
+        softmax_block(
+            s,
+            &mut scratch.scores,
+            nb,
+            j0,
+            row_keys,
+            tile.softcap,
+            running,
+        );
         // Accumulate the weighted value rows.
         let mut r0 = 0;
         while r0 < rows {
@@ -222,9 +198,116 @@ fn attend<S: Simd, K: Lane, V: Lane>(
         }
         j0 += nb;
     }
-    for r in 0..rows {
-        let inv = if l[r] > 0.0 { 1.0 / l[r] } else { 0.0 };
-        let (src, dst) = (&acc[r * dvp..r * dvp + dv], &mut out[r * dv..(r + 1) * dv]);
+    normalize_rows(acc, dvp, &l[..rows], dv, out);
+}
+
+/// The first key and the end of the union of the rows' key ranges (empty ranges add
+/// nothing); `None` when every range is empty.
+pub(crate) fn key_union(row_keys: &[Range<usize>]) -> Option<(usize, usize)> {
+    let (first, end) = row_keys
+        .iter()
+        .filter(|k| !k.is_empty())
+        .fold((usize::MAX, 0), |(a, b), k| (a.min(k.start), b.max(k.end)));
+    (first < end).then_some((first, end))
+}
+
+/// The running state of a tile's online softmax: per row the maximum `m` and the sum
+/// `l` so far, and the output accumulators (row `r` at `acc[r · stride ..]`).
+#[derive(Debug)]
+pub(crate) struct Running<'a> {
+    /// Per-row running maxima.
+    pub m: &'a mut [f32],
+    /// Per-row running sums of weights.
+    pub l: &'a mut [f32],
+    /// The rows' accumulators.
+    pub acc: &'a mut [f32],
+    /// The accumulators' row stride (a multiple of the lane count).
+    pub stride: usize,
+}
+
+/// The online softmax over one block of `nb` keys from `j0` for every row of a tile:
+/// row `r`'s scores are `scores[r · BLOCK ..][..nb]` (turned into weights in place), its
+/// keys `row_keys[r]` (see [`softmax_step`]).
+#[inline(always)]
+pub(crate) fn softmax_block<S: Simd>(
+    s: S,
+    scores: &mut [f32],
+    nb: usize,
+    j0: usize,
+    row_keys: &[Range<usize>],
+    softcap: Option<f32>,
+    running: Running<'_>,
+) {
+    let stride = running.stride;
+    for (r, own) in row_keys.iter().enumerate() {
+        softmax_step(
+            s,
+            &mut scores[r * BLOCK..r * BLOCK + nb],
+            j0,
+            own,
+            softcap,
+            (&mut running.m[r], &mut running.l[r]),
+            &mut running.acc[r * stride..(r + 1) * stride],
+        );
+    }
+}
+
+/// One row's step of the online softmax over the block of keys `j0 .. j0 + sc.len()`:
+/// soft-caps the row's scores `sc`, masks the keys outside `own` (the row's range),
+/// turns the scores into weights `exp(x − m)` against the running maximum `m` (updated),
+/// adds them to the running sum `l`, and rescales the row's accumulator `acc` to the new
+/// maximum. A row that has seen no key yet gets zero weights.
+#[inline(always)]
+pub(crate) fn softmax_step<S: Simd>(
+    s: S,
+    sc: &mut [f32],
+    j0: usize,
+    own: &Range<usize>,
+    softcap: Option<f32>,
+    (m, l): (&mut f32, &mut f32),
+    acc: &mut [f32],
+) {
+    let nb = sc.len();
+    if let Some(cap) = softcap {
+        soft_cap(s, sc, cap);
+    }
+    // Keys of the block outside this row's range (after the cap, which would turn -inf
+    // into -cap) take no weight.
+    if j0 < own.start || j0 + nb > own.end {
+        for (jj, x) in sc.iter_mut().enumerate() {
+            if !own.contains(&(j0 + jj)) {
+                *x = f32::NEG_INFINITY;
+            }
+        }
+    }
+    let block_max = max_row(s, sc);
+    let m_new = m.max(block_max);
+    if m_new == f32::NEG_INFINITY {
+        sc.fill(0.0);
+        return;
+    }
+    let correction = if *m == f32::NEG_INFINITY {
+        0.0
+    } else {
+        (*m - m_new).exp()
+    };
+    let sum = exp_shifted(s, sc, m_new);
+    *l = *l * correction + sum;
+    if correction != 1.0 {
+        scale_row(s, acc, correction);
+    }
+    *m = m_new;
+}
+
+/// `out` row `r` (`dv` values) = accumulator row `r` (`acc[r·stride ..]`) divided by the
+/// row's softmax sum `l[r]`; zeros for a row that saw no key.
+pub(crate) fn normalize_rows(acc: &[f32], stride: usize, l: &[f32], dv: usize, out: &mut [f32]) {
+    for (r, &lr) in l.iter().enumerate() {
+        let inv = if lr > 0.0 { 1.0 / lr } else { 0.0 };
+        let (src, dst) = (
+            &acc[r * stride..r * stride + dv],
+            &mut out[r * dv..(r + 1) * dv],
+        );
         for (o, a) in dst.iter_mut().zip(src) {
             *o = a * inv;
         }

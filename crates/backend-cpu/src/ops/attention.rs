@@ -2,21 +2,26 @@
 //!
 //! Work items are tiles of query rows that share a KV head: `(lead, position block, kv
 //! head, sub-group)`, the sub-group being `rows` consecutive query heads of that KV head's
-//! GQA group and the position block up to `MAX_ROWS / rows` consecutive query positions
-//! (prefill), so each key and value row is read (and converted) once per tile and used by
-//! up to `MAX_ROWS` query rows. Without it a model without GQA (one head per KV head)
-//! attended one query row per pass over the keys: 1 multiply-add per load, a third of a
-//! 110M model's prefill time. Items are split between threads; tiles shrink only when
-//! there are too few for the threads.
+//! GQA group and the position block up to `cap / rows` consecutive query positions, so
+//! each key and value row is read (and converted) once per tile and used by every row of
+//! it. Without it a model without GQA (one head per KV head) attended one query row per
+//! pass over the keys: 1 multiply-add per load, a third of a 110M model's prefill time.
+//! Decode (one position) tiles up to `MAX_ROWS` rows for the narrow kernel; prefill up to
+//! `WIDE_ROWS`, and tiles wider than the narrow kernel's run blocked, both products
+//! through the GEMM micro-kernel (`kernels::attention_blocked`). Items are split between
+//! threads; tiles shrink only when there are too few for the threads.
 //! K and V may be any strided views (a `narrow` of a cache) whose last dim is
 //! unit-stride; queries may have any strides.
 
+use std::sync::Mutex;
+
 use tempra_tensor::{AttentionParams, DType, Result, Tensor};
 
-use crate::gemm::OutPtr;
+use crate::gemm::{self, OutPtr};
 use crate::kernels::attention::{
     self as kernels, KvData, KvRows, MAX_HEAD_DIM, MAX_ROWS, Scratch, Tile, pad,
 };
+use crate::kernels::attention_blocked::{self as blocked, WIDE_ROWS, WideScratch};
 use crate::ops::{Exec, Outcome, input, output};
 
 /// Multiply-adds per task below which attention stays on one thread. Low for its work:
@@ -66,24 +71,49 @@ pub(crate) fn attention(
     let group = hq / hkv;
     let lead_dims = &q.dims()[..r - 3];
     let n_lead: usize = lead_dims.iter().product();
-    // Tile rows: the whole GQA group (up to MAX_ROWS) unless that leaves fewer than two
-    // tiles per thread.
-    let base_items = n_lead * tq * hkv;
-    let mut n_sub = group;
-    for cand in (1..=group).filter(|c| group % c == 0 && group / c <= MAX_ROWS) {
-        n_sub = cand;
-        if base_items * cand >= 2 * exec.workers.threads() {
-            break;
+    let threads = exec.workers.threads();
+    let items_with = |positions: usize, n_sub: usize| n_lead * tq.div_ceil(positions) * hkv * n_sub;
+    // Prefill (several positions) whose tiles can hold more rows than the narrow kernel's
+    // MAX_ROWS runs blocked, through the GEMM kernel: tiles of up to WIDE_ROWS rows, the
+    // group split only where it is wider than that. The choice depends on the shape
+    // alone, never on the thread count (results agree bitwise across thread counts).
+    let wide_sub = (1..=group)
+        .find(|c| group % c == 0 && group / c <= WIDE_ROWS)
+        .unwrap_or(group);
+    let wide_rows = group / wide_sub;
+    let wide = tq > 1 && wide_rows * (WIDE_ROWS / wide_rows).min(tq) > MAX_ROWS;
+    let (n_sub, positions) = if wide {
+        // Positions per tile: fill the tile, halving while fewer than two tiles per
+        // thread remain, as long as the tile stays wider than a narrow one.
+        let narrowest = MAX_ROWS / wide_rows + 1;
+        let mut positions = (WIDE_ROWS / wide_rows).min(tq);
+        while positions / 2 >= narrowest && items_with(positions, wide_sub) < 2 * threads {
+            positions /= 2;
         }
-    }
+        (wide_sub, positions)
+    } else {
+        // Tile rows: the whole GQA group (up to MAX_ROWS) unless that leaves fewer than
+        // two tiles per thread.
+        let base_items = n_lead * tq * hkv;
+        let mut n_sub = group;
+        for cand in (1..=group).filter(|c| group % c == 0 && group / c <= MAX_ROWS) {
+            n_sub = cand;
+            if base_items * cand >= 2 * threads {
+                break;
+            }
+        }
+        // Positions per tile: fill the tile's rows, as long as two tiles per thread
+        // remain.
+        let mut positions = (MAX_ROWS / (group / n_sub)).clamp(1, tq.max(1));
+        while positions > 1 && items_with(positions, n_sub) < 2 * threads {
+            positions /= 2;
+        }
+        (n_sub, positions)
+    };
     let rows = group / n_sub;
-    // Positions per tile: fill the tile's rows, as long as two tiles per thread remain.
-    let items_with = |positions: usize| n_lead * tq.div_ceil(positions) * hkv * n_sub;
-    let mut positions = (MAX_ROWS / rows).clamp(1, tq.max(1));
-    while positions > 1 && items_with(positions) < 2 * exec.workers.threads() {
-        positions /= 2;
-    }
     let tile_rows = positions * rows;
+    debug_assert!(tile_rows <= if wide { WIDE_ROWS } else { MAX_ROWS });
+    let kern = gemm::kernel_for(exec.level);
     let n_blocks = tq.div_ceil(positions);
     let Some(y) = output::<f32>(out) else {
         return Ok(Outcome::Delegate);
@@ -111,10 +141,32 @@ pub(crate) fn attention(
     // Output row `(lead·Tq + t)·Hq + h` holds `Dv` values (the output is contiguous).
     let y_rows = OutPtr::new(y, dv);
     let n_items = n_lead * n_blocks * hkv * n_sub;
+    let failure: Mutex<Option<tempra_tensor::TensorError>> = Mutex::new(None);
     exec.workers.parallel_for(n_items, min_items, |items| {
         let mut scratch = Scratch::new();
-        let mut qbuf = [0f32; MAX_ROWS * MAX_HEAD_DIM];
-        let mut tile_out = [0f32; MAX_ROWS * MAX_HEAD_DIM];
+        let mut q_small = [0f32; MAX_ROWS * MAX_HEAD_DIM];
+        let mut out_small = [0f32; MAX_ROWS * MAX_HEAD_DIM];
+        // Blocked tiles: queries, outputs and the packing scratch from one pool lease.
+        let mut lease = None;
+        if wide {
+            let len = WIDE_ROWS * (dp + dv) + WideScratch::len(&kern, d, dv);
+            match exec.scratch_f32("attention", len) {
+                Ok(l) => lease = Some(l),
+                Err(e) => {
+                    *failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    return;
+                }
+            }
+        }
+        let (qbuf, tile_out, mut wide_scratch) = match lease.as_mut() {
+            Some(l) => {
+                let buf = l.as_mut_slice::<f32>();
+                let (q, rest) = buf.split_at_mut(WIDE_ROWS * dp);
+                let (o, rest) = rest.split_at_mut(WIDE_ROWS * dv);
+                (q, o, Some(WideScratch::new(&kern, d, dv, rest)))
+            }
+            None => (&mut q_small[..], &mut out_small[..], None),
+        };
         // Items are ordered (lead, position block, kv head, sub-group), like the output
         // rows; walk them grouped by (kv head, sub-group) instead, so consecutive tiles
         // read the same key/value rows while they are still in cache (prefill).
@@ -133,7 +185,7 @@ pub(crate) fn attention(
             let h0 = kvh * group + sub * rows;
             let here = positions.min(tq - t0);
             let n_rows = here * rows;
-            let keys: [std::ops::Range<usize>; MAX_ROWS] = std::array::from_fn(|row| {
+            let keys: [std::ops::Range<usize>; WIDE_ROWS] = std::array::from_fn(|row| {
                 let q_pos = params.q_start + t0 + row / rows;
                 let hi = (q_pos + 1).min(tk);
                 let lo = params.window.map_or(0, |w| (q_pos + 1).saturating_sub(w));
@@ -164,7 +216,10 @@ pub(crate) fn attention(
                 softcap,
             };
             let dst = &mut tile_out[..n_rows * dv];
-            kernels::attend_tile_rows(level, &tile, kd, kr, vd, vr, &mut scratch, dst);
+            match wide_scratch.as_mut() {
+                Some(ws) => blocked::attend_wide_rows(level, kern, &tile, kd, kr, vd, vr, ws, dst),
+                None => kernels::attend_tile_rows(level, &tile, kd, kr, vd, vr, &mut scratch, dst),
+            }
             for (row, values) in dst.chunks_exact(dv.max(1)).enumerate() {
                 let (t, h) = (t0 + row / rows, h0 + row % rows);
                 // SAFETY: `(lead, t, h)` is one of this item's own output rows (items
@@ -175,5 +230,8 @@ pub(crate) fn attention(
             }
         }
     });
-    Ok(Outcome::Done)
+    match failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some(e) => Err(e),
+        None => Ok(Outcome::Done),
+    }
 }
