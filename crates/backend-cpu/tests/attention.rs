@@ -184,8 +184,57 @@ fn positions_windows_and_softcap() {
 #[test]
 fn blocked_prefill_tiles() {
     // Prefill tiles wider than the narrow kernel's eight rows run blocked, through the
-    // GEMM micro-kernel: GQA groups of 8 (six positions per tile), 4, 1 (48 positions),
-    // odd and unequal head dims (partial panels), several key blocks, a chunk that starts
+    // GEMM micro-kernel. Small cases (this test also runs under valgrind): a group of four
+    // at twelve positions with odd, unequal head dims (partial panels everywhere), a key
+    // range past one block, a window; an f32 narrowed cache and a permuted mixed one.
+    let small = Case {
+        tq: 12,
+        tk: 80,
+        q_start: 68,
+        hq: 8,
+        hkv: 2,
+        d: 17,
+        dv: 33,
+        window: None,
+        softcap: None,
+    };
+    let cases = [
+        (small, DType::F16, DType::F16, 0),
+        (
+            Case {
+                window: Some(70),
+                softcap: Some(15.0),
+                ..small
+            },
+            DType::F16,
+            DType::F16,
+            0,
+        ),
+        (small, DType::F32, DType::F32, 1),
+        (
+            Case {
+                d: 16,
+                dv: 16,
+                ..small
+            },
+            DType::F16,
+            DType::F32,
+            2,
+        ),
+    ];
+    for (c, kd, vd, layout) in cases {
+        check(
+            &format!("{c:?} k {kd} v {vd} layout {layout}"),
+            TOL,
+            |ctx| run(ctx, &c, kd, vd, layout),
+        );
+    }
+}
+
+#[test]
+fn blocked_prefill_shapes() {
+    // Blocked tiles at prefill sizes: GQA groups of 8 (six positions per tile), 4, 3 and
+    // 1 (48 positions), odd and unequal head dims, several key blocks, a chunk that starts
     // past position 0, sliding windows (blocks that start before a row's first key) and a
     // soft-cap, f16 and f32 caches in every layout.
     let wide = Case {
