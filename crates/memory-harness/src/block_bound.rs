@@ -29,6 +29,10 @@ pub struct BlockDims {
     pub v_width: usize,
     /// Feed-forward width `F`.
     pub ffn: usize,
+    /// Key (and query) length per head `Dk`.
+    pub key_length: usize,
+    /// Value length per head `Dv`.
+    pub value_length: usize,
 }
 
 impl From<&ModelConfig> for BlockDims {
@@ -39,6 +43,8 @@ impl From<&ModelConfig> for BlockDims {
             k_width: c.head_count_kv * c.key_length,
             v_width: c.head_count_kv * c.value_length,
             ffn: c.feed_forward_length,
+            key_length: c.key_length,
+            value_length: c.value_length,
         }
     }
 }
@@ -83,6 +89,23 @@ impl BlockDims {
         self.dim * widest * size_of::<f32>()
     }
 
+    /// The pool block one task of the CPU backend's blocked (prefill) attention leases:
+    /// a tile of up to 48 query rows against 64-key blocks — its queries and outputs, the
+    /// packed Q, K, V and weight panels, the scores and the row accumulators
+    /// (`tempra-backend-cpu`'s `kernels/attention_blocked.rs`, head dims padded to 16).
+    pub fn blocked_attention_bytes(&self) -> usize {
+        let pad = |n: usize| n.div_ceil(16) * 16;
+        let (dk, dv) = (self.key_length, self.value_length);
+        let (rows, keys) = (48, 64);
+        let floats = rows * (pad(dk) + dv)
+            + rows * dk
+            + keys * dk
+            + keys * pad(dv)
+            + 2 * rows * keys
+            + rows * pad(dv);
+        pooled_f32(1, floats)
+    }
+
     /// The block's largest live set for `t` positions, in pool bytes.
     pub fn live_bytes(&self, t: usize) -> usize {
         self.attention_live_bytes(t).max(self.ffn_live_bytes(t))
@@ -99,6 +122,8 @@ mod tests {
         k_width: 128,
         v_width: 128,
         ffn: 512,
+        key_length: 64,
+        value_length: 64,
     };
 
     #[test]
@@ -121,6 +146,8 @@ mod tests {
             k_width: 32,
             v_width: 32,
             ffn: 172,
+            key_length: 8,
+            value_length: 8,
         };
         assert_eq!(dims.ffn_live_bytes(1), 256 + 4 * 1024);
     }
@@ -133,6 +160,8 @@ mod tests {
             k_width: 1024,
             v_width: 1024,
             ffn: 64,
+            key_length: 64,
+            value_length: 64,
         };
         assert_eq!(dims.live_bytes(1), dims.attention_live_bytes(1));
         assert!(dims.live_bytes(1) > dims.ffn_live_bytes(1));

@@ -68,11 +68,13 @@ pub fn run(model: &ModelSource, threads: usize, out: &mut Vec<Check>) -> Result<
     } else {
         0
     };
-    let prefill_bound = PEAK_RATIO * (dims.live_bytes(PROMPT_TOKENS) + packing) as f64;
+    // Several positions run blocked attention, one scratch lease per task.
+    let attention = threads * dims.blocked_attention_bytes();
+    let prefill_bound = PEAK_RATIO * (dims.live_bytes(PROMPT_TOKENS) + packing + attention) as f64;
     out.push(
         Check::new(name("prefill_pool_peak"), prefill_peak as f64, Unit::Bytes, Limit::AtMost(prefill_bound))
             .with_note(format!(
-                "{PROMPT_TOKENS}-token prompt; limit 1.5x (one block's live set at {PROMPT_TOKENS} positions, {} B, + GEMM packing {packing} B)",
+                "{PROMPT_TOKENS}-token prompt; limit 1.5x (one block's live set at {PROMPT_TOKENS} positions, {} B, + GEMM packing {packing} B + attention tiles {attention} B)",
                 dims.live_bytes(PROMPT_TOKENS)
             )),
     );
