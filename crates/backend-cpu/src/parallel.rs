@@ -2,6 +2,9 @@
 //! tasks: a `parallel_for` over item ranges.
 
 use std::ops::Range;
+use std::sync::Mutex;
+
+use tempra_tensor::{Result, TensorError};
 
 /// Runs `f` over disjoint ranges covering `0..n_items`, in parallel where worthwhile.
 pub(crate) trait Parallel: Sync {
@@ -12,6 +15,27 @@ pub(crate) trait Parallel: Sync {
     /// at least `min_items` items (except a last short one), and returns when all calls
     /// have returned.
     fn parallel_for(&self, n_items: usize, min_items: usize, f: &(dyn Fn(Range<usize>) + Sync));
+}
+
+/// The first error any task of one parallel call reported (tasks cannot return one).
+#[derive(Debug, Default)]
+pub(crate) struct TaskErrors(Mutex<Option<TensorError>>);
+
+impl TaskErrors {
+    /// Keeps `result`'s error, if any.
+    pub(crate) fn record(&self, result: Result<()>) {
+        if let Err(e) = result {
+            *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+        }
+    }
+
+    /// The call's result once every task has ended.
+    pub(crate) fn finish(self) -> Result<()> {
+        match self.0.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Runs everything on the calling thread (the probes time single-threaded kernels).

@@ -3,7 +3,6 @@
 
 use crate::backend::CpuBackend;
 use crate::gemm::{self, Gemm};
-use crate::isa::Isa;
 use crate::quantized::{self, QuantKernels};
 
 /// From this many rows on, quantized `linear` runs as dequantize-while-packing plus the
@@ -28,9 +27,11 @@ impl CpuBackend {
     /// The product settings for this backend's ISA level. AVX-512 levels run the AVX2
     /// product kernels (512-bit ones are not written yet).
     pub(crate) fn products(&self) -> Products<'_> {
-        let avx2 = matches!(self.level().isa(), Isa::Avx2 | Isa::Avx512);
-        let (kernel, quant) = match (avx2, gemm::avx2_kernel(), quantized::avx2_kernels()) {
-            (true, Some(kernel), Some(quant)) => (kernel, quant),
+        let kernel = gemm::kernel_for(self.level());
+        let avx2 = kernel.name != gemm::SCALAR.name;
+        // The float and quantized kernels go together: both AVX2 or both portable.
+        let (kernel, quant) = match (avx2, quantized::avx2_kernels()) {
+            (true, Some(quant)) => (kernel, quant),
             _ => (gemm::SCALAR, quantized::SCALAR),
         };
         Products {
@@ -40,7 +41,7 @@ impl CpuBackend {
                 par: &**self.workers(),
             },
             quant,
-            avx2: avx2 && kernel.name != "scalar",
+            avx2: kernel.name != gemm::SCALAR.name,
             dequant_gemm_rows: DEQUANT_GEMM_ROWS,
         }
     }

@@ -34,7 +34,6 @@ mod pack_avx2;
 mod probe;
 
 use std::ops::Range;
-use std::sync::Mutex;
 
 use tempra_pool::HostPool;
 use tempra_tensor::{Result, TensorError};
@@ -43,13 +42,12 @@ pub(crate) use operand::{MatRef, Values};
 use pack::{KC_MAX, PackOps, pack_panels};
 
 use crate::isa::{Isa, Level};
-use crate::parallel::Parallel;
+use crate::parallel::{Parallel, TaskErrors};
 
 /// A micro-kernel and the blocking that suits it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct GemmKernel {
-    /// Name for benchmarks and test messages.
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// Name for benchmarks, test messages and telling the portable kernel apart.
     pub(crate) name: &'static str,
     mr: usize,
     nr: usize,
@@ -329,27 +327,6 @@ impl SharedPanels {
     /// The pointer (a method, so closures capture the whole `Sync` wrapper).
     fn ptr(self) -> *mut f32 {
         self.0
-    }
-}
-
-/// The first error any task of one product reported (tasks cannot return one).
-#[derive(Default)]
-struct TaskErrors(Mutex<Option<TensorError>>);
-
-impl TaskErrors {
-    /// Keeps `result`'s error, if any.
-    fn record(&self, result: Result<()>) {
-        if let Err(e) = result {
-            *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-        }
-    }
-
-    /// The product's result once every task has ended.
-    fn finish(self) -> Result<()> {
-        match self.0.into_inner().unwrap_or_else(|p| p.into_inner()) {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
     }
 }
 

@@ -13,8 +13,6 @@
 //! K and V may be any strided views (a `narrow` of a cache) whose last dim is
 //! unit-stride; queries may have any strides.
 
-use std::sync::Mutex;
-
 use tempra_tensor::{AttentionParams, DType, Result, Tensor};
 
 use crate::gemm::{self, OutPtr};
@@ -23,6 +21,7 @@ use crate::kernels::attention::{
 };
 use crate::kernels::attention_blocked::{self as blocked, WIDE_ROWS, WideScratch};
 use crate::ops::{Exec, Outcome, input, output};
+use crate::parallel::TaskErrors;
 
 /// Multiply-adds per task below which attention stays on one thread. Low for its work:
 /// decode attention waits on cached K/V rows from DRAM more than it computes (110m Q4_0
@@ -148,7 +147,7 @@ pub(crate) fn attention(
     // Output row `(lead·Tq + t)·Hq + h` holds `Dv` values (the output is contiguous).
     let y_rows = OutPtr::new(y, dv);
     let n_items = n_lead * n_blocks * hkv * n_sub;
-    let failure: Mutex<Option<tempra_tensor::TensorError>> = Mutex::new(None);
+    let errors = TaskErrors::default();
     exec.workers.parallel_for(n_items, min_items, |items| {
         let mut scratch = Scratch::new();
         let mut q_small = [0f32; MAX_ROWS * MAX_HEAD_DIM];
@@ -160,7 +159,7 @@ pub(crate) fn attention(
             match exec.scratch_f32("attention", len) {
                 Ok(l) => lease = Some(l),
                 Err(e) => {
-                    *failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    errors.record(Err(e));
                     return;
                 }
             }
@@ -237,8 +236,6 @@ pub(crate) fn attention(
             }
         }
     });
-    match failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        Some(e) => Err(e),
-        None => Ok(Outcome::Done),
-    }
+    errors.finish()?;
+    Ok(Outcome::Done)
 }
