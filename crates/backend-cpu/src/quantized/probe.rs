@@ -200,3 +200,88 @@ fn decode_gemv_out_of_cache() {
         println!("{line}");
     }
 }
+
+#[test]
+#[ignore]
+fn interleaved_in_cache() {
+    use tempra_tensor::quant::interleave_rows;
+
+    use super::kernels::ActRow;
+
+    // 2048-long rows, 32 groups of eight (≈ 300 KiB of weights: in L2 on Zen 3), so the
+    // figures are the kernels' compute bound, without `linear`'s per-call work.
+    let (k, groups) = (2048usize, 32usize);
+    let kernels = best_kernels();
+    for dtype in [DType::Q4_0R8, DType::Q4KR8] {
+        let base = dtype.base_format();
+        let act = vec_dot_dtype(base);
+        let vals: Vec<f32> = (0..8 * groups * k)
+            .map(|i| ((i * 7919) % 113) as f32 / 50.0 - 1.1)
+            .collect();
+        let mut plain = vec![0u8; base.bytes_for(vals.len()).unwrap()];
+        quantize_row(base, &vals, &mut plain).unwrap();
+        let group_bytes = dtype.bytes_for(8 * k).unwrap();
+        let mut w = vec![0u8; group_bytes * groups];
+        let plain_group = base.bytes_for(8 * k).unwrap();
+        for g in 0..groups {
+            interleave_rows(
+                dtype,
+                8,
+                k,
+                &plain[g * plain_group..][..plain_group],
+                &mut w[g * group_bytes..][..group_bytes],
+            )
+            .unwrap();
+        }
+        let mut a = vec![0u8; act.bytes_for(4 * k).unwrap()];
+        quantize_row(act, &vals[..4 * k], &mut a).unwrap();
+        let arow = act.bytes_for(k).unwrap();
+        let nb = k / base.block_len();
+        // Q8_0 rows carry per-block scales and sums; Q8_K blocks hold their own.
+        let (scales, sums): (Vec<f32>, Vec<i32>) = if act == DType::Q8_0 {
+            (0..4 * nb)
+                .map(|b| {
+                    let block = &a[b * 34..][..34];
+                    let d = half::f16::from_le_bytes([block[0], block[1]]).to_f32();
+                    let s: i32 = block[2..].iter().map(|&q| q as i8 as i32).sum();
+                    (d, s)
+                })
+                .unzip()
+        } else {
+            (vec![0.0; 4 * nb], vec![0; 4 * nb])
+        };
+        let acts: Vec<ActRow> = (0..4)
+            .map(|r| ActRow {
+                blocks: a[r * arow..].as_ptr(),
+                scales: scales[r * nb..].as_ptr(),
+                sums: sums[r * nb..].as_ptr(),
+            })
+            .collect();
+        let gemm = kernels.gemm_r8(dtype).unwrap();
+        for r in [1usize, 4] {
+            let mut out = [[0f32; 8]; 4];
+            let reps = 300;
+            let best = (0..7)
+                .map(|_| {
+                    let t = Instant::now();
+                    for _ in 0..reps {
+                        for g in 0..groups {
+                            // SAFETY: `nb` records per group, `r` activation rows of `nb`
+                            // blocks (with scales and sums); the table matches this CPU.
+                            unsafe {
+                                gemm(nb, w[g * group_bytes..].as_ptr(), &acts[..r], &mut out[..r])
+                            };
+                        }
+                    }
+                    t.elapsed().as_secs_f64()
+                })
+                .fold(f64::INFINITY, f64::min);
+            println!(
+                "{} {dtype} rows={r}: {:.1} GB/s of weights, {:.1} ns per record",
+                kernels.name,
+                (reps * w.len()) as f64 / best / 1e9,
+                best / (reps * groups * nb) as f64 * 1e9
+            );
+        }
+    }
+}

@@ -236,7 +236,7 @@ mod tests {
 
     #[test]
     fn q4_k_round_trips_with_unpacked_scales() {
-        use crate::quant::interleaved_q4_k::{MINS, RECORD, SCALES, qs_offset};
+        use crate::quant::interleaved_q4_k::{D, DMIN, MINS, RECORD, SCALES, qs_offset};
         let (rows, k) = (16, 512);
         let vals: Vec<f32> = (0..rows * k)
             .map(|i| ((i * 7919) % 113) as f32 / 40.0 - 1.3 + (i / 97 % 5) as f32)
@@ -249,17 +249,25 @@ mod tests {
         let mut back = vec![0u8; plain.len()];
         deinterleave_rows(DType::Q4KR8, rows, k, &packed, &mut back).unwrap();
         assert_eq!(back, plain);
-        // Row 11 (group 1, pair 1, second row), super-block 1.
+        // Row 11 (group 1, lane 3), super-block 1.
         let block = &plain[(11 * 2 + 1) * 144..(11 * 2 + 2) * 144];
         let record = (2 + 1) * RECORD;
+        assert_eq!(&packed[record + D + 6..record + D + 8], &block[0..2]);
+        assert_eq!(&packed[record + DMIN + 6..record + DMIN + 8], &block[2..4]);
         let packed_scales: &[u8; 12] = block[4..16].try_into().unwrap();
         for sub in 0..8 {
             let (sc, m) = super::super::scale_min_k4::scale_min(sub, packed_scales);
-            assert_eq!(packed[record + SCALES + 16 + 8 + sub], sc);
-            assert_eq!(packed[record + MINS + 16 + 8 + sub], m);
+            let chunk = record + 16 * (sub / 2);
+            assert_eq!(
+                packed[chunk + SCALES + 8 * (sub % 2) + 3],
+                sc,
+                "sub-block {sub}"
+            );
+            assert_eq!(packed[chunk + MINS + 2 * 3 + sub % 2], m, "sub-block {sub}");
         }
-        let q = record + qs_offset(1, 2, 1) + 16;
-        assert_eq!(&packed[q..q + 16], &block[16 + 64 + 16..16 + 64 + 32]);
+        // Chunk 2, step 5: quant bytes 64 + 20 .. 64 + 24 of the row at lane 3.
+        let q = record + qs_offset(2, 5) + 4 * 3;
+        assert_eq!(&packed[q..q + 4], &block[16 + 64 + 20..16 + 64 + 24]);
     }
 
     #[test]

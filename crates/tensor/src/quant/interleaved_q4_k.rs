@@ -1,22 +1,30 @@
 //! The row-interleaved Q4_K layout [`DType::Q4KR8`]: for each group of eight rows and
 //! each super-block column, one record of 1184 bytes (148 per row, 4 more than Q4_K's
-//! 144: the 6-bit scales and mins are stored unpacked, one byte each):
+//! 144: the 6-bit scales and mins are stored unpacked, one byte each). Everything is
+//! arranged so that 32-bit lane `l` of a kernel's vectors belongs to row `l`:
 //!
 //! | bytes | contents |
 //! | --- | --- |
-//! | 0..16 | the eight rows' `d` (f16), in the order [`SCALE_ROW_ORDER`](super::SCALE_ROW_ORDER) |
-//! | 16..32 | the eight rows' `dmin` (f16), same order |
-//! | 32..96 | per row pair `p` (rows `2p`, `2p + 1`): 16 bytes, the eight sub-block scales of row `2p` then those of row `2p + 1` |
-//! | 96..160 | the same for the eight sub-block mins |
-//! | 160..1184 | per row pair `p`, 64-value chunk `j` (0..4) and half `h` (0..2): 32 bytes, the 16 quant bytes `qs[32j + 16h ..][..16]` of row `2p` then of row `2p + 1` |
+//! | 0..16 | the eight rows' `d` (f16), rows in order |
+//! | 16..32 | the eight rows' `dmin` (f16), rows in order |
+//! | 32..96 | per 64-value chunk `j` (0..4): 16 bytes, the eight rows' scales of sub-block `2j`, then those of sub-block `2j + 1` |
+//! | 96..160 | per chunk `j`: 16 bytes, for each row the mins of sub-blocks `2j` and `2j + 1` (pairs, rows in order) |
+//! | 160..1184 | per chunk `j` and step `k` (0..8): 32 bytes, row `l`'s four quant bytes `qs[32j + 4k ..][..4]` at `4l` |
 //!
-//! So one 32-byte load holds the same 32 values of two rows (low nibbles: sub-block `2j`,
-//! high: `2j + 1`), and the scales of a row pair widen to one vector whose 128-bit
-//! halves belong to the two rows: what the AVX2 kernel multiplies against.
+//! So the low nibbles of one 32-byte quant load are values `4k..4k + 4` of sub-block
+//! `2j` of all eight rows and the high nibbles the same values of sub-block `2j + 1`
+//! (Q4_K's own byte pairing, kept): against a 4-byte activation run broadcast to every
+//! lane, `maddubs` gives each row's partial sums in its own lane, the eight steps of a
+//! chunk add up in 16 bits, and one `madd` with the rows' sub-block scales (each byte
+//! doubled to fill a lane's two 16-bit halves) finishes a sub-block for all eight rows:
+//! no shuffle per sub-block and no horizontal sums.
+//!
+//! The bytes of the quants are those of Q4_K, only moved; the scales and mins are the
+//! 6-bit values Q4_K packs into 12 bytes, so the record dequantizes to exactly the same
+//! values.
 //!
 //! [`DType::Q4KR8`]: crate::DType::Q4KR8
 
-use super::interleaved::scale_slot;
 use super::scale_min_k4::{K_SCALE_SIZE, pack_scale_min, scale_min};
 
 /// Bytes of one record (eight rows, one super-block column).
@@ -25,57 +33,63 @@ pub const RECORD: usize = 1184;
 pub const D: usize = 0;
 /// Offset of the `dmin` values.
 pub const DMIN: usize = 16;
-/// Offset of the per-pair scales.
+/// Offset of the per-chunk scales.
 pub const SCALES: usize = 32;
-/// Offset of the per-pair mins.
+/// Offset of the per-chunk mins.
 pub const MINS: usize = 96;
 /// Offset of the quants.
 pub const QS: usize = 160;
 
-/// Offset of the 32 quant bytes of row pair `p`, chunk `j`, half `h`.
-pub const fn qs_offset(p: usize, j: usize, h: usize) -> usize {
-    QS + ((p * 4 + j) * 2 + h) * 32
+/// Offset of the 32 quant bytes of chunk `j` (0..4), step `k` (0..8).
+pub const fn qs_offset(j: usize, k: usize) -> usize {
+    QS + (j * 8 + k) * 32
+}
+
+/// Offset of row `r`'s scale of sub-block `sub` (0..8).
+const fn scale_offset(r: usize, sub: usize) -> usize {
+    SCALES + 16 * (sub / 2) + 8 * (sub % 2) + r
+}
+
+/// Offset of row `r`'s min of sub-block `sub` (0..8).
+const fn min_offset(r: usize, sub: usize) -> usize {
+    MINS + 16 * (sub / 2) + 2 * r + sub % 2
 }
 
 /// Writes row `r`'s (0..8) Q4_K block (144 bytes) into its places in `record`.
 pub(crate) fn put_block(r: usize, block: &[u8], record: &mut [u8]) {
-    let (p, half) = (r / 2, r % 2);
-    let s = scale_slot(r);
-    record[D + 2 * s..D + 2 * s + 2].copy_from_slice(&block[0..2]);
-    record[DMIN + 2 * s..DMIN + 2 * s + 2].copy_from_slice(&block[2..4]);
+    record[D + 2 * r..D + 2 * r + 2].copy_from_slice(&block[0..2]);
+    record[DMIN + 2 * r..DMIN + 2 * r + 2].copy_from_slice(&block[2..4]);
     let packed: &[u8; K_SCALE_SIZE] = block[4..16].try_into().unwrap_or(&[0; K_SCALE_SIZE]);
     for sub in 0..8 {
         let (sc, m) = scale_min(sub, packed);
-        record[SCALES + 16 * p + 8 * half + sub] = sc;
-        record[MINS + 16 * p + 8 * half + sub] = m;
+        record[scale_offset(r, sub)] = sc;
+        record[min_offset(r, sub)] = m;
     }
     for j in 0..4 {
-        for h in 0..2 {
-            let at = qs_offset(p, j, h) + 16 * half;
-            let from = 16 + 32 * j + 16 * h;
-            record[at..at + 16].copy_from_slice(&block[from..from + 16]);
+        for k in 0..8 {
+            let at = qs_offset(j, k) + 4 * r;
+            let from = 16 + 32 * j + 4 * k;
+            record[at..at + 4].copy_from_slice(&block[from..from + 4]);
         }
     }
 }
 
 /// Reads row `r`'s (0..8) Q4_K block (144 bytes) back out of `record`.
 pub(crate) fn get_block(r: usize, record: &[u8], block: &mut [u8]) {
-    let (p, half) = (r / 2, r % 2);
-    let s = scale_slot(r);
-    block[0..2].copy_from_slice(&record[D + 2 * s..D + 2 * s + 2]);
-    block[2..4].copy_from_slice(&record[DMIN + 2 * s..DMIN + 2 * s + 2]);
+    block[0..2].copy_from_slice(&record[D + 2 * r..D + 2 * r + 2]);
+    block[2..4].copy_from_slice(&record[DMIN + 2 * r..DMIN + 2 * r + 2]);
     let mut scales = [0u8; 8];
     let mut mins = [0u8; 8];
     for sub in 0..8 {
-        scales[sub] = record[SCALES + 16 * p + 8 * half + sub];
-        mins[sub] = record[MINS + 16 * p + 8 * half + sub];
+        scales[sub] = record[scale_offset(r, sub)];
+        mins[sub] = record[min_offset(r, sub)];
     }
     block[4..16].copy_from_slice(&pack_scale_min(&scales, &mins));
     for j in 0..4 {
-        for h in 0..2 {
-            let at = qs_offset(p, j, h) + 16 * half;
-            let to = 16 + 32 * j + 16 * h;
-            block[to..to + 16].copy_from_slice(&record[at..at + 16]);
+        for k in 0..8 {
+            let at = qs_offset(j, k) + 4 * r;
+            let to = 16 + 32 * j + 4 * k;
+            block[to..to + 4].copy_from_slice(&record[at..at + 4]);
         }
     }
 }

@@ -38,7 +38,7 @@ const Q8K_BSUMS: usize = 260;
 
 /// `SHUFFLE_K4[i]`: a byte shuffle that broadcasts 16-bit lane `i` (of 8) to all lanes
 /// of each 128-bit half.
-pub(super) const SHUFFLE_K4: [[u8; 32]; 8] = {
+const SHUFFLE_K4: [[u8; 32]; 8] = {
     let mut t = [[0u8; 32]; 8];
     let mut i = 0;
     while i < 8 {
