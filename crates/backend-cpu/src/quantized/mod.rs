@@ -190,11 +190,16 @@ pub(crate) fn linear(
                         // scales and sums.
                         unsafe { eight(blocks, w_group, &tile[..count], &mut dots[..count]) };
                         for (i, row) in dots[..count].iter().enumerate() {
-                            for (c, &v) in row.iter().enumerate() {
-                                // SAFETY: element (t + i, j + c) of the `rows × n` output;
-                                // columns `j..j + 8` belong to this task alone.
-                                unsafe { *out_ptr.ptr().add((t + i) * n + j + c) = v };
-                            }
+                            // SAFETY: elements (t + i, j..j + 8) of the `rows × n` output
+                            // (`j + 8 <= n`: whole groups); columns `j..j + 8` belong to
+                            // this task alone, and `dots` is a separate local array.
+                            unsafe {
+                                std::ptr::copy_nonoverlapping(
+                                    row.as_ptr(),
+                                    out_ptr.ptr().add((t + i) * n + j),
+                                    8,
+                                )
+                            };
                         }
                     }
                 }

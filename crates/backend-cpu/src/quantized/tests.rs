@@ -139,6 +139,27 @@ fn every_table_quantizes_activations_bit_exactly_like_the_reference() {
             (table.quantize)(dtype, &x[..len], &mut got).unwrap();
             assert_eq!(got, want, "{} {dtype}", table.name);
         }
+        // Q8_K over several blocks: random, all zero, and blocks of exact ties: ±127
+        // first (the first value of largest magnitude sets the sign of the scale, so the
+        // multiplier is ±1 and k.5 must round half to even like `nearest_int`).
+        let mut xk: Vec<f32> = (0..256 * 5)
+            .map(|_| rng.next_normal() as f32 * 2.0)
+            .collect();
+        xk[256..512].fill(0.0);
+        for (b, first) in [(2usize, -127.0f32), (3, 127.0)] {
+            for (i, v) in xk[256 * b..256 * (b + 1)].iter_mut().enumerate() {
+                *v = match i {
+                    0 => first,
+                    200 => -first,
+                    _ => ((i % 250) as f32 - 125.0) + 0.5,
+                };
+            }
+        }
+        xk[256 * 4 + 77] = -40.0;
+        let want = quantized(DType::Q8K, &xk);
+        let mut got = vec![0u8; want.len()];
+        (table.quantize)(DType::Q8K, &xk, &mut got).unwrap();
+        assert_eq!(got, want, "{} q8_K blocks", table.name);
         // Errors come through unchanged.
         let mut short = vec![0u8; 10];
         assert!((table.quantize)(DType::Q8_0, &x[..32], &mut short).is_err());
