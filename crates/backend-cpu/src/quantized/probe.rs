@@ -8,6 +8,17 @@ use tempra_tensor::quant::{quantize_row, vec_dot_dtype};
 
 use super::kernels::{SCALAR, best_kernels};
 
+/// The fastest of `runs` timings of `f`, in seconds.
+fn best_seconds(runs: usize, mut f: impl FnMut()) -> f64 {
+    (0..runs)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
 #[test]
 #[ignore]
 fn dot_in_cache() {
@@ -38,18 +49,14 @@ fn dot_in_cache() {
                 let ptrs: Vec<*const u8> = (0..r).map(|i| a[i * arow..].as_ptr()).collect();
                 let mut out = [0f32; 4];
                 let reps = 200;
-                let best = (0..5)
-                    .map(|_| {
-                        let t = Instant::now();
-                        for _ in 0..reps {
-                            for j in 0..rows {
-                                // SAFETY: `nb` blocks per row, kernels match this CPU.
-                                unsafe { dot(nb, w[j * wrow..].as_ptr(), &ptrs, &mut out[..r]) };
-                            }
+                let best = best_seconds(5, || {
+                    for _ in 0..reps {
+                        for j in 0..rows {
+                            // SAFETY: `nb` blocks per row, kernels match this CPU.
+                            unsafe { dot(nb, w[j * wrow..].as_ptr(), &ptrs, &mut out[..r]) };
                         }
-                        t.elapsed().as_secs_f64()
-                    })
-                    .fold(f64::INFINITY, f64::min);
+                    }
+                });
                 let macs = (reps * rows * k * r) as f64;
                 let bytes = (reps * rows * wrow) as f64;
                 println!(
@@ -108,13 +115,9 @@ fn prefill_int8_vs_dequantized_gemm() {
             let mut products = backend.products();
             products.dequant_gemm_rows = rows;
             let mut out = Tensor::owned_zeros(&[m, n], DType::F32).unwrap();
-            let best = (0..3)
-                .map(|_| {
-                    let t = Instant::now();
-                    crate::linear::linear(&products, &x, w, None, &mut out).unwrap();
-                    t.elapsed().as_secs_f64()
-                })
-                .fold(f64::INFINITY, f64::min);
+            let best = best_seconds(3, || {
+                crate::linear::linear(&products, &x, w, None, &mut out).unwrap();
+            });
             println!(
                 "{dtype} m={m} {label}: {:.1} GFLOP/s",
                 2.0 * (m * n * k) as f64 / best / 1e9
@@ -182,15 +185,11 @@ fn decode_gemv_out_of_cache() {
         for round in 0..2 {
             for (label, weights) in [("row-major", &ws), ("interleaved", &prepared)] {
                 let products = backend.products();
-                let best = (0..5)
-                    .map(|_| {
-                        let t = Instant::now();
-                        for w in weights {
-                            crate::linear::linear(&products, &x, w, None, &mut out).unwrap();
-                        }
-                        t.elapsed().as_secs_f64()
-                    })
-                    .fold(f64::INFINITY, f64::min);
+                let best = best_seconds(5, || {
+                    for w in weights {
+                        crate::linear::linear(&products, &x, w, None, &mut out).unwrap();
+                    }
+                });
                 if round == 1 {
                     let gbs = (bytes.len() * mats) as f64 / best / 1e9;
                     line += &format!(" {label} {gbs:.1} GB/s;");
@@ -237,19 +236,12 @@ fn interleaved_in_cache() {
         quantize_row(act, &vals[..4 * k], &mut a).unwrap();
         let arow = act.bytes_for(k).unwrap();
         let nb = k / base.block_len();
-        // Q8_0 rows carry per-block scales and sums; Q8_K blocks hold their own.
-        let (scales, sums): (Vec<f32>, Vec<i32>) = if act == DType::Q8_0 {
-            (0..4 * nb)
-                .map(|b| {
-                    let block = &a[b * 34..][..34];
-                    let d = half::f16::from_le_bytes([block[0], block[1]]).to_f32();
-                    let s: i32 = block[2..].iter().map(|&q| q as i8 as i32).sum();
-                    (d, s)
-                })
-                .unzip()
-        } else {
-            (vec![0.0; 4 * nb], vec![0; 4 * nb])
-        };
+        // Q8_0 rows carry per-block scales and sums; Q8_K blocks hold their own (the
+        // kernels do not read these then).
+        let (mut scales, mut sums) = (vec![0f32; 4 * nb], vec![0i32; 4 * nb]);
+        if act == DType::Q8_0 {
+            super::q8_0_block_stats(&a, &mut scales, &mut sums);
+        }
         let acts: Vec<ActRow> = (0..4)
             .map(|r| ActRow {
                 blocks: a[r * arow..].as_ptr(),
@@ -261,21 +253,17 @@ fn interleaved_in_cache() {
         for r in [1usize, 4] {
             let mut out = [[0f32; 8]; 4];
             let reps = 300;
-            let best = (0..7)
-                .map(|_| {
-                    let t = Instant::now();
-                    for _ in 0..reps {
-                        for g in 0..groups {
-                            // SAFETY: `nb` records per group, `r` activation rows of `nb`
-                            // blocks (with scales and sums); the table matches this CPU.
-                            unsafe {
-                                gemm(nb, w[g * group_bytes..].as_ptr(), &acts[..r], &mut out[..r])
-                            };
-                        }
+            let best = best_seconds(7, || {
+                for _ in 0..reps {
+                    for g in 0..groups {
+                        // SAFETY: `nb` records per group, `r` activation rows of `nb`
+                        // blocks (with scales and sums); the table matches this CPU.
+                        unsafe {
+                            gemm(nb, w[g * group_bytes..].as_ptr(), &acts[..r], &mut out[..r])
+                        };
                     }
-                    t.elapsed().as_secs_f64()
-                })
-                .fold(f64::INFINITY, f64::min);
+                }
+            });
             println!(
                 "{} {dtype} rows={r}: {:.1} GB/s of weights, {:.1} ns per record",
                 kernels.name,
