@@ -31,7 +31,7 @@ mod pack;
 #[cfg(target_arch = "x86_64")]
 mod pack_avx2;
 #[cfg(test)]
-mod probe;
+pub(crate) mod probe;
 
 use std::ops::Range;
 

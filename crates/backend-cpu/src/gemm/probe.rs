@@ -9,7 +9,8 @@ use half::f16;
 
 use crate::parallel::Serial;
 
-fn best_of(reps: usize, mut f: impl FnMut()) -> f64 {
+/// The fastest of `reps` timings of `f`, in seconds (every timing probe's loop).
+pub(crate) fn best_of(reps: usize, mut f: impl FnMut()) -> f64 {
     (0..reps)
         .map(|_| {
             let t = Instant::now();

@@ -1,23 +1,11 @@
 //! Timing probes for tuning (ignored tests; run with
 //! `cargo test --release -p tempra-backend-cpu quantized::probe -- --ignored --nocapture`).
 
-use std::time::Instant;
-
 use tempra_tensor::DType;
 use tempra_tensor::quant::{quantize_row, vec_dot_dtype};
 
 use super::kernels::{SCALAR, best_kernels};
-
-/// The fastest of `runs` timings of `f`, in seconds.
-fn best_seconds(runs: usize, mut f: impl FnMut()) -> f64 {
-    (0..runs)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed().as_secs_f64()
-        })
-        .fold(f64::INFINITY, f64::min)
-}
+use crate::gemm::probe::best_of;
 
 #[test]
 #[ignore]
@@ -49,7 +37,7 @@ fn dot_in_cache() {
                 let ptrs: Vec<*const u8> = (0..r).map(|i| a[i * arow..].as_ptr()).collect();
                 let mut out = [0f32; 4];
                 let reps = 200;
-                let best = best_seconds(5, || {
+                let best = best_of(5, || {
                     for _ in 0..reps {
                         for j in 0..rows {
                             // SAFETY: `nb` blocks per row, kernels match this CPU.
@@ -115,7 +103,7 @@ fn prefill_int8_vs_dequantized_gemm() {
             let mut products = backend.products();
             products.dequant_gemm_rows = rows;
             let mut out = Tensor::owned_zeros(&[m, n], DType::F32).unwrap();
-            let best = best_seconds(3, || {
+            let best = best_of(3, || {
                 crate::linear::linear(&products, &x, w, None, &mut out).unwrap();
             });
             println!(
@@ -185,7 +173,7 @@ fn decode_gemv_out_of_cache() {
         for round in 0..2 {
             for (label, weights) in [("row-major", &ws), ("interleaved", &prepared)] {
                 let products = backend.products();
-                let best = best_seconds(5, || {
+                let best = best_of(5, || {
                     for w in weights {
                         crate::linear::linear(&products, &x, w, None, &mut out).unwrap();
                     }
@@ -253,7 +241,7 @@ fn interleaved_in_cache() {
         for r in [1usize, 4] {
             let mut out = [[0f32; 8]; 4];
             let reps = 300;
-            let best = best_seconds(7, || {
+            let best = best_of(7, || {
                 for _ in 0..reps {
                     for g in 0..groups {
                         // SAFETY: `nb` records per group, `r` activation rows of `nb`
