@@ -459,7 +459,18 @@ impl Suite<'_> {
         if !self.wanted("attention", "f16") {
             return Ok(());
         }
-        let (keys, hq, hkv, d) = (2048usize, 32usize, 4usize, 64usize);
+        // A GQA model's heads (1b Llama: eight query heads per KV head, so a decode tile
+        // has eight rows) and a model without GQA (110m Llama: one row per tile).
+        for (hq, hkv, tqs) in [(32usize, 4usize, &[1usize, 512][..]), (12, 12, &[1][..])] {
+            self.attention_shape(hq, hkv, tqs)?;
+        }
+        Ok(())
+    }
+
+    /// Attention of `tqs` queries over 2048 cached f16 keys with `hq` query and `hkv` KV
+    /// heads of 64 values.
+    fn attention_shape(&mut self, hq: usize, hkv: usize, tqs: &[usize]) -> Result<()> {
+        let (keys, d) = (2048usize, 64usize);
         let to_f16 = |v: Vec<f32>| v.into_iter().map(half::f16::from_f32).collect::<Vec<_>>();
         let k = (self.place)(Tensor::owned_from_slice(
             &to_f16(normal(keys * hkv * d, 7)),
@@ -470,7 +481,7 @@ impl Suite<'_> {
             &[keys, hkv, d],
         )?)?;
         let kv_bytes = 2.0 * (keys * hkv * d * 2) as f64;
-        for tq in [1usize, 512] {
+        for &tq in tqs {
             let q = (self.place)(Tensor::owned_from_slice(
                 &normal(tq * hq * d, 9),
                 &[tq, hq, d],

@@ -99,6 +99,69 @@ fn gqa_groups_and_head_dims() {
 }
 
 #[test]
+fn decode_tiles_of_few_rows() {
+    // One position against the cache: a tile holds one KV head's query heads, so models
+    // without GQA (one row) and small groups (two to seven rows) take the eight-keys-at-a-
+    // time scores and the several-vectors-per-pass value sums. Key counts around the
+    // eight-key batches and the 64-key blocks; head dims around whole vectors and the
+    // multi-vector passes (72 = one pass of eight vectors and one more, 132 a partial one).
+    let groups = [(1, 1), (4, 4), (4, 2), (6, 2), (12, 4), (14, 2), (8, 1)];
+    let keys = [1, 7, 8, 9, 64, 65, 130];
+    let dims = [(17, 17), (65, 40), (128, 72), (96, 132), (8, 1)];
+    let group_cases = groups
+        .iter()
+        .flat_map(|&g| keys.iter().map(move |&tk| (g, (64, 64), tk)));
+    let dim_cases = dims.iter().flat_map(|&d| {
+        [(1, 1), (6, 2), (12, 4)]
+            .into_iter()
+            .flat_map(move |g| [9, 130].map(|tk| (g, d, tk)))
+    });
+    for ((hq, hkv), (d, dv), tk) in group_cases.chain(dim_cases) {
+        let c = Case {
+            tq: 1,
+            tk,
+            hq,
+            hkv,
+            d,
+            dv,
+            q_start: tk - 1,
+            ..BASE
+        };
+        check(&format!("{c:?}"), TOL, |ctx| {
+            run(ctx, &c, DType::F16, DType::F16, 1)
+        });
+    }
+    // Both cache dtypes, a window and a soft-cap with one-row tiles.
+    let c = Case {
+        tq: 1,
+        tk: 75,
+        hq: 3,
+        hkv: 3,
+        q_start: 74,
+        ..BASE
+    };
+    for (kd, vd) in [
+        (DType::F32, DType::F32),
+        (DType::F16, DType::F32),
+        (DType::F32, DType::F16),
+    ] {
+        check(&format!("{c:?} k {kd} v {vd}"), TOL, |ctx| {
+            run(ctx, &c, kd, vd, 0)
+        });
+    }
+    for (window, softcap) in [(Some(20), None), (None, Some(3.0)), (Some(9), Some(2.0))] {
+        let c = Case {
+            window,
+            softcap,
+            ..c
+        };
+        check(&format!("{c:?}"), TOL, |ctx| {
+            run(ctx, &c, DType::F16, DType::F16, 2)
+        });
+    }
+}
+
+#[test]
 fn positions_windows_and_softcap() {
     let cases = [
         Case {

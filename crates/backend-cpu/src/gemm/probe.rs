@@ -198,3 +198,61 @@ fn pack_f16_weights() {
         println!("{name}: {:.3} ns per value", t * 1e9 / (n * k) as f64);
     }
 }
+
+/// Prefill-shaped products with F16 weights read from memory, as a model's prefill meets
+/// them: `X [512, K] · wᵀ` for the seven projections of a 1b Llama block (q, k, v, o,
+/// gate, up, down) over four blocks of distinct weights (350 MiB, more than the caches
+/// hold), one thread; GFLOP/s over all 28 products, best of three. `PROBE_ROWS` sets the
+/// rows of `X`.
+#[test]
+#[ignore]
+fn prefill_f16_weights_from_memory() {
+    let pool = HostPool::host();
+    let m: usize = std::env::var("PROBE_ROWS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(512);
+    let (d, kv, ff) = (2048usize, 256usize, 5632usize);
+    let block = [(d, d), (kv, d), (kv, d), (d, d), (ff, d), (ff, d), (d, ff)];
+    let shapes: Vec<(usize, usize)> = (0..4).flat_map(|_| block).collect();
+    let weights: Vec<Vec<f16>> = shapes
+        .iter()
+        .enumerate()
+        .map(|(w, &(n, k))| {
+            (0..n * k)
+                .map(|i| f16::from_f32(((i + w) % 251) as f32 / 251.0))
+                .collect()
+        })
+        .collect();
+    let x: Vec<f32> = (0..m * ff).map(|i| (i % 61) as f32 / 61.0).collect();
+    let mut c = vec![0f32; m * ff];
+    let g = Gemm {
+        kernel: best_kernel(),
+        pool: &pool,
+        par: &Serial,
+    };
+    let t = best_of(3, || {
+        for (w, &(n, k)) in weights.iter().zip(&shapes) {
+            let a = MatRef {
+                values: Values::F32(&x),
+                offset: 0,
+                rs: k,
+                cs: 1,
+            };
+            let b = MatRef {
+                values: Values::F16(w),
+                offset: 0,
+                rs: 1,
+                cs: k,
+            };
+            // SAFETY: `c` holds an m × n matrix for every shape.
+            unsafe { g.gemm(m, n, k, a, b, OutPtr::new(&mut c, n)).unwrap() };
+        }
+    });
+    let flops: usize = shapes.iter().map(|&(n, k)| 2 * m * n * k).sum();
+    println!(
+        "{} prefill of {m} rows, f16 weights from memory: {:.1} GFLOP/s",
+        g.kernel.name,
+        flops as f64 / t / 1e9
+    );
+}

@@ -145,8 +145,27 @@ fn attend<S: Simd, K: Lane, V: Lane>(
     prefetch_block(k, kr, v, vr, j0..end.min(j0 + BLOCK));
     while j0 < end {
         let nb = BLOCK.min(end - j0);
-        // Scores of every row against the block's keys.
-        for jj in 0..nb {
+        // Scores of every row against the block's keys: with fewer than eight rows, eight
+        // keys at a time per row (eight independent sums and one reduction per eight
+        // keys, instead of a dependent chain and a horizontal sum per key and row).
+        let first_single = if rows < 8 {
+            let batched = nb - nb % 8;
+            for jj in (0..batched).step_by(8) {
+                if j0 + nb + jj < end {
+                    prefetch_block(k, kr, v, vr, j0 + nb + jj..(j0 + nb + jj + 8).min(end));
+                }
+                let starts: [usize; 8] =
+                    std::array::from_fn(|t| kr.base + (j0 + jj + t) * kr.stride);
+                for r in 0..rows {
+                    let sc = &mut scratch.scores[r * BLOCK + jj..r * BLOCK + jj + 8];
+                    dots_keys(s, &tile.q[r * dp..(r + 1) * dp], k, starts, d, sc);
+                }
+            }
+            batched
+        } else {
+            0
+        };
+        for jj in first_single..nb {
             // The next block's rows arrive while this one is computed, asked for one key
             // per key (issued as one burst, the instructions after the prefetches took
             // 5-6 % of decode attention's profile samples).
@@ -390,9 +409,55 @@ fn dots<S: Simd, K: Lane, const R: usize>(
     R
 }
 
-/// `acc_r += Σ_j p[r][j] · v_j` for `R` rows over the block's `nb` keys, one vector of
-/// `Dv` at a time with the `R` accumulators in registers. Returns `R`.
+/// One query row `q` (zero padded to a multiple of the lane count) against the eight key
+/// rows of `d` values at `starts` (increasing) in `k`: `scores[t] = q · k_t`.
 #[inline(always)]
+fn dots_keys<S: Simd, K: Lane>(
+    s: S,
+    q: &[f32],
+    k: &[K],
+    starts: [usize; 8],
+    d: usize,
+    scores: &mut [f32],
+) {
+    assert!(
+        starts.is_sorted()
+            && starts[7] + d <= k.len()
+            && d <= q.len()
+            && q.len().is_multiple_of(S::LANES)
+            && scores.len() >= 8
+    );
+    let full = d - d % S::LANES;
+    let (qp, kp) = (q.as_ptr(), k.as_ptr());
+    let mut acc = [s.splat(0.0); 8];
+    let mut c = 0;
+    while c < full {
+        // SAFETY: `c + LANES <= full <= d <= q.len()`, and every key row's `starts[t] + c +
+        // LANES <= starts[t] + d <= starts[7] + d <= k.len()` (asserted above).
+        let qv = unsafe { s.load_ptr(qp.add(c)) };
+        for (a, &st) in acc.iter_mut().zip(&starts) {
+            // SAFETY: see above.
+            *a = s.mul_add(qv, unsafe { K::load_ptr(s, kp.add(st + c)) }, *a);
+        }
+        c += S::LANES;
+    }
+    if full < d {
+        // The tail: keys padded with zeros, q zero padded past `d`.
+        let qv = s.load(&q[full..]);
+        for (a, &st) in acc.iter_mut().zip(&starts) {
+            *a = s.mul_add(qv, K::load_partial(s, &k[st + full..st + d], 0.0), *a);
+        }
+    }
+    scores[..8].copy_from_slice(&s.reduce_add_x8(acc));
+}
+
+/// `acc_r += Σ_j p[r][j] · v_j` for `R` rows over the block's `nb` keys, several vectors
+/// of `Dv` at a time with their accumulators in registers: fewer rows take more vectors
+/// per pass (eight for one row, four for two or three, two for four to seven), so every
+/// pass has at least eight independent sums (one row with one vector was a chain of
+/// dependent FMAs, one per key). Returns `R`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn accumulate<S: Simd, V: Lane, const R: usize>(
     s: S,
     p: &[f32],
@@ -407,34 +472,15 @@ fn accumulate<S: Simd, V: Lane, const R: usize>(
     if nb == 0 {
         return R;
     }
-    assert!(nb <= BLOCK && p.len() >= (R - 1) * BLOCK + nb && acc.len() >= R * dvp && dv <= dvp);
-    // Every value row of the block lies inside `v`: rows are `stride` apart, so checking
-    // the last one covers them all.
-    let last = vr.base + (j0 + nb - 1) * vr.stride;
-    assert!(last + dv <= v.len());
     let full = dv - dv % S::LANES;
-    let (vp, pp) = (v.as_ptr(), p.as_ptr());
-    let mut c = 0;
-    while c < full {
-        let mut regs = [s.splat(0.0); R];
-        for (r, reg) in regs.iter_mut().enumerate() {
-            *reg = s.load(&acc[r * dvp + c..]);
-        }
-        for jj in 0..nb {
-            // SAFETY: row `j0 + jj` starts at or before `last`, and `c + LANES <= dv`, so
-            // the LANES values read lie below `last + dv <= v.len()` (asserted above).
-            let vv = unsafe { V::load_ptr(s, vp.add(vr.base + (j0 + jj) * vr.stride + c)) };
-            for (r, reg) in regs.iter_mut().enumerate() {
-                // SAFETY: `r·BLOCK + jj < (R - 1)·BLOCK + nb <= p.len()` (asserted above).
-                let w = unsafe { *pp.add(r * BLOCK + jj) };
-                *reg = s.mul_add(s.splat(w), vv, *reg);
-            }
-        }
-        for (r, reg) in regs.iter().enumerate() {
-            s.store(&mut acc[r * dvp + c..], *reg);
-        }
-        c += S::LANES;
-    }
+    let b = ValueBlock { p, nb, v, vr, j0 };
+    let c = match R {
+        1 => sum_passes::<S, V, R, 8>(s, &b, acc, dvp, 0, full),
+        2 | 3 => sum_passes::<S, V, R, 4>(s, &b, acc, dvp, 0, full),
+        4..8 => sum_passes::<S, V, R, 2>(s, &b, acc, dvp, 0, full),
+        _ => 0,
+    };
+    sum_passes::<S, V, R, 1>(s, &b, acc, dvp, c, full);
     if full < dv {
         let mut regs = [s.splat(0.0); R];
         for (r, reg) in regs.iter_mut().enumerate() {
@@ -452,6 +498,76 @@ fn accumulate<S: Simd, V: Lane, const R: usize>(
         }
     }
     R
+}
+
+/// One block's weights and value rows, as [`accumulate`] reads them: row `r`'s weights
+/// are `p[r · BLOCK ..][..nb]`, the values of key `j0 + jj` row `jj` of `v` per `vr`.
+struct ValueBlock<'a, V> {
+    p: &'a [f32],
+    nb: usize,
+    v: &'a [V],
+    vr: KvRows,
+    j0: usize,
+}
+
+/// Passes of `C` whole vectors of `Dv` from offset `from` while they fit below `full`
+/// (`R` rows, `R · C` accumulators in registers); returns where they stopped.
+#[inline(always)]
+fn sum_passes<S: Simd, V: Lane, const R: usize, const C: usize>(
+    s: S,
+    b: &ValueBlock<'_, V>,
+    acc: &mut [f32],
+    dvp: usize,
+    from: usize,
+    full: usize,
+) -> usize {
+    let (nb, vr, j0) = (b.nb, b.vr, b.j0);
+    assert!(
+        nb > 0
+            && nb <= BLOCK
+            && b.p.len() >= (R - 1) * BLOCK + nb
+            && acc.len() >= R * dvp
+            && full <= vr.dim
+            && vr.dim <= dvp
+    );
+    // Every value row of the block lies inside `v`: rows are `stride` apart, so checking
+    // the last one covers them all.
+    let last = vr.base + (j0 + nb - 1) * vr.stride;
+    assert!(last + vr.dim <= b.v.len());
+    let (vp, pp) = (b.v.as_ptr(), b.p.as_ptr());
+    let mut c = from;
+    while c + C * S::LANES <= full {
+        let mut regs = [[s.splat(0.0); C]; R];
+        for (r, row) in regs.iter_mut().enumerate() {
+            for (u, reg) in row.iter_mut().enumerate() {
+                *reg = s.load(&acc[r * dvp + c + u * S::LANES..]);
+            }
+        }
+        for jj in 0..nb {
+            // SAFETY: row `j0 + jj` starts at or before `last`, and `c + C·LANES <= full
+            // <= dv`, so the values read lie below `last + dv <= v.len()` (asserted above).
+            let vv: [S::V; C] = std::array::from_fn(|u| unsafe {
+                V::load_ptr(
+                    s,
+                    vp.add(vr.base + (j0 + jj) * vr.stride + c + u * S::LANES),
+                )
+            });
+            for (r, row) in regs.iter_mut().enumerate() {
+                // SAFETY: `r·BLOCK + jj < (R - 1)·BLOCK + nb <= p.len()` (asserted above).
+                let w = s.splat(unsafe { *pp.add(r * BLOCK + jj) });
+                for (reg, &x) in row.iter_mut().zip(&vv) {
+                    *reg = s.mul_add(w, x, *reg);
+                }
+            }
+        }
+        for (r, row) in regs.iter().enumerate() {
+            for (u, reg) in row.iter().enumerate() {
+                s.store(&mut acc[r * dvp + c + u * S::LANES..], *reg);
+            }
+        }
+        c += C * S::LANES;
+    }
+    c
 }
 
 /// `x ← cap · tanh(x / cap)`.

@@ -76,12 +76,8 @@ fn prefill_int8_vs_dequantized_gemm() {
         &[m, k],
     )
     .unwrap();
-    for dtype in [DType::Q4_0, DType::Q8_0, DType::Q4K, DType::Q6K] {
-        let vals: Vec<f32> = (0..n * k)
-            .map(|i| ((i * 7919) % 113) as f32 / 50.0 - 1.1)
-            .collect();
-        let mut bytes = vec![0u8; dtype.bytes_for(n * k).unwrap()];
-        quantize_row(dtype, &vals, &mut bytes).unwrap();
+    for dtype in probe_formats(&[DType::Q4_0, DType::Q8_0, DType::Q4K, DType::Q6K]) {
+        let bytes = weight_bytes(dtype, n, k);
         let mut storage = Storage::owned_zeroed(bytes.len()).unwrap();
         storage.host_bytes_mut().unwrap()[..bytes.len()].copy_from_slice(&bytes);
         let w = Tensor::from_storage(
@@ -142,12 +138,8 @@ fn decode_gemv_out_of_cache() {
         &[1, k],
     )
     .unwrap();
-    for dtype in [DType::Q4_0, DType::Q8_0, DType::Q4K, DType::Q6K] {
-        let vals: Vec<f32> = (0..n * k)
-            .map(|i| ((i * 7919) % 113) as f32 / 50.0 - 1.1)
-            .collect();
-        let mut bytes = vec![0u8; dtype.bytes_for(n * k).unwrap()];
-        quantize_row(dtype, &vals, &mut bytes).unwrap();
+    for dtype in probe_formats(&[DType::F16, DType::Q4_0, DType::Q8_0, DType::Q4K, DType::Q6K]) {
+        let bytes = weight_bytes(dtype, n, k);
         // Several copies so the weights stream from memory, as in decode.
         let ws: Vec<Tensor> = (0..mats)
             .map(|_| {
@@ -260,4 +252,33 @@ fn interleaved_in_cache() {
             );
         }
     }
+}
+
+/// `formats`, or those of them named in `PROBE_DTYPES` (e.g. `f16,q4_k`).
+fn probe_formats(formats: &[DType]) -> Vec<DType> {
+    let picked = std::env::var("PROBE_DTYPES")
+        .unwrap_or_default()
+        .to_lowercase();
+    formats
+        .iter()
+        .copied()
+        .filter(|d| {
+            picked.is_empty() || picked.split(',').any(|p| p == d.to_string().to_lowercase())
+        })
+        .collect()
+}
+
+/// The bytes of an `n × k` weight of deterministic values in `dtype` (F16, or a block
+/// format quantized by the reference).
+fn weight_bytes(dtype: DType, n: usize, k: usize) -> Vec<u8> {
+    let vals: Vec<f32> = (0..n * k)
+        .map(|i| ((i * 7919) % 113) as f32 / 50.0 - 1.1)
+        .collect();
+    if dtype == DType::F16 {
+        let halves: Vec<half::f16> = vals.iter().map(|&v| half::f16::from_f32(v)).collect();
+        return bytemuck::cast_slice::<half::f16, u8>(&halves).to_vec();
+    }
+    let mut bytes = vec![0u8; dtype.bytes_for(n * k).unwrap()];
+    quantize_row(dtype, &vals, &mut bytes).unwrap();
+    bytes
 }
