@@ -4,9 +4,12 @@
 //! scores live in a `rows × BLOCK` scratch, the running output in a `rows × Dv`
 //! accumulator, both on the caller's stack.
 //!
-//! Each key row is loaded (and converted from f16) once per tile and used by every row;
-//! the value accumulation keeps the rows' accumulators for one vector of `Dv` in
-//! registers while it walks the block's keys. Rows at different positions see different
+//! With eight rows each key row is loaded (and converted from f16) once per tile and used
+//! by every row; with fewer, each row takes eight keys at a time (the block's key rows
+//! stay in L1), so a one-row tile — every tile of a model without GQA — still has eight
+//! independent sums. The value accumulation keeps the rows' accumulators for one to
+//! eight vectors of `Dv` (more for fewer rows) in registers while it walks the block's
+//! keys. Rows at different positions see different
 //! keys (causal mask, sliding window): the tile walks the union of their ranges and masks
 //! each row's scores outside its own.
 
@@ -457,7 +460,6 @@ fn dots_keys<S: Simd, K: Lane>(
 /// pass has at least eight independent sums (one row with one vector was a chain of
 /// dependent FMAs, one per key). Returns `R`.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 fn accumulate<S: Simd, V: Lane, const R: usize>(
     s: S,
     p: &[f32],
