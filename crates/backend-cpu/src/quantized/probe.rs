@@ -1,5 +1,6 @@
 //! Timing probes for tuning (ignored tests; run with
-//! `cargo test --release -p tempra-backend-cpu quantized::probe -- --ignored --nocapture`).
+//! `cargo test --release -p tempra-backend-cpu quantized::probe -- --ignored --nocapture`;
+//! `PROBE_DTYPES=f16,q4_k` limits the per-format probes to those formats).
 
 use tempra_tensor::DType;
 use tempra_tensor::quant::{quantize_row, vec_dot_dtype};
