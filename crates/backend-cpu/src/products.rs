@@ -24,8 +24,9 @@ pub(crate) struct Products<'a> {
 }
 
 impl CpuBackend {
-    /// The product settings for this backend's ISA level. AVX-512 levels run the AVX2
-    /// product kernels (512-bit ones are not written yet).
+    /// The product settings for this backend's ISA level: the GEMM micro-kernel of the
+    /// level (16×16 on AVX-512, 6×16 on AVX2); the quantized dot products are the AVX2
+    /// ones from the AVX2 level up.
     pub(crate) fn products(&self) -> Products<'_> {
         let kernel = gemm::kernel_for(self.level());
         let avx2 = kernel.name != gemm::SCALAR.name;

@@ -1,5 +1,6 @@
 //! f32 GEMM: `C = A · B` over strided F32/F16/BF16 operands, cache-blocked with packed
-//! panels and a register-tiled micro-kernel per ISA (AVX2+FMA, portable).
+//! panels and a register-tiled micro-kernel per ISA (AVX-512 16×16, AVX2+FMA 6×16,
+//! portable).
 //!
 //! Loop nest (BLIS order), per task:
 //!
@@ -25,6 +26,8 @@ mod dequant;
 mod dequant_avx2;
 pub(crate) mod gemv;
 mod kernel_avx2;
+#[cfg(target_arch = "x86_64")]
+mod kernel_avx512;
 mod kernel_scalar;
 pub(crate) mod operand;
 mod pack;
@@ -187,6 +190,8 @@ pub(crate) const SCALAR: GemmKernel = GemmKernel {
 const _: () = assert!(SCALAR.kc.is_multiple_of(256) && SCALAR.kc <= KC_MAX);
 #[cfg(target_arch = "x86_64")]
 const _: () = assert!(AVX2.kc.is_multiple_of(256) && AVX2.kc <= KC_MAX);
+#[cfg(target_arch = "x86_64")]
+const _: () = assert!(AVX512.kc.is_multiple_of(256) && AVX512.kc <= KC_MAX);
 
 /// The AVX2+FMA kernel; only hand it out after runtime detection.
 #[cfg(target_arch = "x86_64")]
@@ -210,6 +215,23 @@ const AVX2: GemmKernel = GemmKernel {
     },
 };
 
+/// The AVX-512 kernel: a 16×16 tile (see [`kernel_avx512`]) with the AVX2 packing
+/// helpers (its panels are 16 wide, as the AVX2 kernel's B panels); only hand it out
+/// after runtime detection.
+#[cfg(target_arch = "x86_64")]
+const AVX512: GemmKernel = GemmKernel {
+    name: "avx512",
+    mr: kernel_avx512::MR,
+    nr: kernel_avx512::NR,
+    kc: 256,
+    mc: 64,
+    nc: 3072,
+    // SAFETY (of later calls): `avx512_kernel` is only returned when AVX-512F and the
+    // AVX2 set were detected at run time.
+    run: avx512_entry,
+    pack: AVX2.pack,
+};
+
 /// Calls the AVX2 kernel (a plain `unsafe fn` pointer for the table).
 ///
 /// # Safety
@@ -221,14 +243,39 @@ unsafe fn avx2_entry(kc: usize, a: *const f32, b: *const f32, c: *mut f32, ldc: 
     unsafe { kernel_avx2::kernel(kc, a, b, c, ldc, acc) }
 }
 
+/// Calls the AVX-512 kernel (a plain `unsafe fn` pointer for the table).
+///
+/// # Safety
+///
+/// As [`kernel_avx512::kernel`]: AVX-512F present, panels and tile valid.
+#[cfg(target_arch = "x86_64")]
+unsafe fn avx512_entry(
+    kc: usize,
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    ldc: usize,
+    acc: bool,
+) {
+    // SAFETY: forwarded contract.
+    unsafe { kernel_avx512::kernel(kc, a, b, c, ldc, acc) }
+}
+
 /// The AVX2 kernel (and packing helpers) if this CPU has AVX2, FMA and F16C.
 pub(crate) fn avx2_kernel() -> Option<GemmKernel> {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2")
-        && std::arch::is_x86_feature_detected!("fma")
-        && std::arch::is_x86_feature_detected!("f16c")
-    {
+    if Isa::Avx2.is_available() {
         return Some(AVX2);
+    }
+    None
+}
+
+/// The AVX-512 kernel (with the AVX2 packing helpers) if this CPU runs
+/// [`Isa::Avx512`].
+pub(crate) fn avx512_kernel() -> Option<GemmKernel> {
+    #[cfg(target_arch = "x86_64")]
+    if Isa::Avx512.is_available() {
+        return Some(AVX512);
     }
     None
 }
@@ -236,16 +283,18 @@ pub(crate) fn avx2_kernel() -> Option<GemmKernel> {
 /// The fastest kernel this CPU runs.
 #[cfg(test)]
 pub(crate) fn best_kernel() -> GemmKernel {
-    avx2_kernel().unwrap_or(SCALAR)
+    kernel_for(Level::new(Isa::best_available()).unwrap_or(Level::scalar()))
 }
 
-/// The kernel for a backend's ISA level: AVX2's from the AVX2 level up (AVX-512 levels
-/// run it until 512-bit kernels are written), the portable one below.
+/// The kernel for a backend's ISA level: the 16×16 AVX-512 kernel at the AVX-512 level,
+/// the 6×16 AVX2 kernel at the AVX2 level, the portable one below.
 pub(crate) fn kernel_for(level: Level) -> GemmKernel {
-    match (level.isa(), avx2_kernel()) {
-        (Isa::Avx2 | Isa::Avx512, Some(kernel)) => kernel,
-        _ => SCALAR,
-    }
+    let kernel = match level.isa() {
+        Isa::Avx512 => avx512_kernel(),
+        Isa::Avx2 => avx2_kernel(),
+        Isa::Scalar => None,
+    };
+    kernel.unwrap_or(SCALAR)
 }
 
 /// Work below this many multiply-adds stays on the calling thread.
