@@ -3,6 +3,8 @@
 
 use std::time::Instant;
 
+use tempra_backend_cpu::memory_bandwidth;
+
 /// Measured peaks for one thread count.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Peaks {
@@ -20,83 +22,15 @@ pub(crate) fn measure(threads: usize, quick: bool) -> Peaks {
     }
 }
 
-/// The last-level cache size from sysfs (32 MiB when unknown).
+/// The last-level cache size (see `memory_bandwidth::last_level_cache_bytes`).
 pub(crate) fn llc_bytes() -> usize {
-    let mut best = 0;
-    for index in 0..8 {
-        let path = format!("/sys/devices/system/cpu/cpu0/cache/index{index}/size");
-        let Ok(text) = std::fs::read_to_string(path) else {
-            continue;
-        };
-        let text = text.trim();
-        let (num, unit) = text.split_at(
-            text.find(|c: char| !c.is_ascii_digit())
-                .unwrap_or(text.len()),
-        );
-        let Ok(n) = num.parse::<usize>() else {
-            continue;
-        };
-        let bytes = match unit {
-            "K" => n << 10,
-            "M" => n << 20,
-            "G" => n << 30,
-            _ => n,
-        };
-        best = best.max(bytes);
-    }
-    if best == 0 { 32 << 20 } else { best }
+    memory_bandwidth::last_level_cache_bytes()
 }
 
-/// Streaming read of a buffer 8× the last-level cache (at least 256 MiB): the best of a
-/// few passes, each thread summing its own contiguous part.
+/// Streaming read bandwidth, measured as `tempra bench` measures it (the best of 5 or 9
+/// passes over a buffer 8× the last-level cache).
 fn read_bandwidth(threads: usize, quick: bool) -> f64 {
-    let bytes = (8 * llc_bytes()).clamp(256 << 20, 1 << 30);
-    let words = bytes / 8;
-    // Written once so every page is committed before timing.
-    let buffer: Vec<u64> = (0..words as u64).collect();
-    let passes = if quick { 5 } else { 9 };
-    let mut best = 0f64;
-    for _ in 0..passes {
-        let start = Instant::now();
-        let total: u64 = std::thread::scope(|s| {
-            let handles: Vec<_> = buffer
-                .chunks(words.div_ceil(threads))
-                .map(|part| s.spawn(move || sum_words(part)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or(0))
-                .fold(0, u64::wrapping_add)
-        });
-        let secs = start.elapsed().as_secs_f64();
-        std::hint::black_box(total);
-        best = best.max(bytes as f64 / secs / 1e9);
-    }
-    best
-}
-
-/// Sums `words`: with AVX2 loads where the CPU has them (a baseline-x86-64 build would
-/// read 16 bytes per instruction and under-report the bandwidth), else plain code.
-fn sum_words(words: &[u64]) -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: AVX2 was detected just above.
-        return unsafe { x86::sum_avx2(words) };
-    }
-    sum_words_plain(words)
-}
-
-/// Sums `words` with eight independent accumulators.
-fn sum_words_plain(words: &[u64]) -> u64 {
-    let mut acc = [0u64; 8];
-    let chunks = words.chunks_exact(8);
-    let tail: u64 = chunks.remainder().iter().fold(0, |a, &w| a.wrapping_add(w));
-    for c in chunks {
-        for i in 0..8 {
-            acc[i] = acc[i].wrapping_add(c[i]);
-        }
-    }
-    acc.iter().fold(tail, |a, &w| a.wrapping_add(w))
+    memory_bandwidth::read_bandwidth_gbs(threads, if quick { 5 } else { 9 })
 }
 
 /// FMA throughput: every thread runs independent FMA chains on the widest vectors the CPU
@@ -176,36 +110,6 @@ mod x86 {
         // SAFETY: 8 writable floats.
         unsafe { _mm256_storeu_ps(out.as_mut_ptr(), sum) };
         out.iter().sum()
-    }
-
-    /// Sums `words` as four streams read in lockstep (one 32-byte load from each per
-    /// step): one sequential stream is limited by how many misses a core keeps in flight
-    /// for it, while kernels such as the 4-row GEMV read several at once.
-    ///
-    /// # Safety
-    ///
-    /// AVX2 present.
-    #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn sum_avx2(words: &[u64]) -> u64 {
-        let quarter = words.len() / 16 * 4;
-        let (head, tail) = words.split_at(4 * quarter);
-        let streams: [&[u64]; 4] = std::array::from_fn(|i| &head[i * quarter..(i + 1) * quarter]);
-        let mut acc = [_mm256_setzero_si256(); 4];
-        for step in (0..quarter).step_by(4) {
-            for (a, s) in acc.iter_mut().zip(&streams) {
-                // SAFETY: `step + 4 <= quarter`, the stream's length.
-                let v = unsafe { _mm256_loadu_si256(s.as_ptr().add(step) as *const __m256i) };
-                *a = _mm256_add_epi64(*a, v);
-            }
-        }
-        let mut out = [0u64; 4];
-        let sum = acc
-            .iter()
-            .fold(_mm256_setzero_si256(), |s, &a| _mm256_add_epi64(s, a));
-        // SAFETY: 4 writable u64s.
-        unsafe { _mm256_storeu_si256(out.as_mut_ptr() as *mut __m256i, sum) };
-        out.iter()
-            .fold(super::sum_words_plain(tail), |a, &w| a.wrapping_add(w))
     }
 
     /// # Safety

@@ -21,7 +21,8 @@
 //! vocabulary kernels are written in, once) with its tokens in `scalar` and `x86`,
 //! `math` (vectorised exp/log/tanh/...), `kernels` (row kernels over contiguous slices),
 //! `ops` (layouts, dtypes and threading around them), [`workers`] (the thread pool), and
-//! the products (`gemm`, `linear`, `matmul`, `quantized`).
+//! the products (`gemm`, `linear`, `matmul`, `quantized`); [`memory_bandwidth`] measures
+//! the streaming read rate decode speed is judged against.
 
 mod backend;
 mod config;
@@ -31,6 +32,7 @@ mod kernels;
 mod linear;
 mod math;
 mod matmul;
+pub mod memory_bandwidth;
 mod ops;
 mod parallel;
 mod prefetch;

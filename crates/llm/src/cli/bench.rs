@@ -16,7 +16,6 @@ use tempra_llm::engine::{BackendKind, Model, Session};
 use tempra_tensor::random::SplitMix64;
 
 use crate::cli::engine_args::EngineArgs;
-use crate::cli::memory_bandwidth::measure_read_gbs;
 
 /// Arguments of `tempra bench`.
 #[derive(Debug, clap::Args)]
@@ -109,7 +108,7 @@ pub(crate) fn run(args: BenchArgs) -> anyhow::Result<()> {
     // Peak RSS before the bandwidth test's buffer raises it.
     let peak_rss_bytes = peak_rss_bytes();
     let pool_peak_bytes = model.autograd().ctx().pool_stats().peak_outstanding_bytes;
-    let mem_bw_gbs = measure_read_gbs(model.threads());
+    let mem_bw_gbs = tempra_backend_cpu::memory_bandwidth::read_bandwidth_gbs(model.threads(), 5);
     let model_bytes = model.weights().bytes();
     let report = Report {
         model: &model,

@@ -7,7 +7,6 @@ mod detokenize;
 mod engine_args;
 mod info;
 mod logits;
-mod memory_bandwidth;
 mod model_arg;
 mod output_file;
 mod perplexity;
