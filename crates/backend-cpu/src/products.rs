@@ -26,12 +26,16 @@ pub(crate) struct Products<'a> {
 impl CpuBackend {
     /// The product settings for this backend's ISA level: the GEMM micro-kernel of the
     /// level (16×16 on AVX-512, 6×16 on AVX2); the quantized dot products are the AVX2
-    /// ones from the AVX2 level up.
+    /// ones from the AVX2 level up, with `vpdpbusd` where the CPU has VNNI (the AVX-512
+    /// encoding only at the AVX-512 level).
     pub(crate) fn products(&self) -> Products<'_> {
         let kernel = gemm::kernel_for(self.level());
         let avx2 = kernel.name != gemm::SCALAR.name;
         // The float and quantized kernels go together: both AVX2 or both portable.
-        let (kernel, quant) = match (avx2, quantized::avx2_kernels()) {
+        let isa = self.level().isa();
+        let quant_table = quantized::vnni_kernels(isa == crate::isa::Isa::Avx512)
+            .or_else(quantized::avx2_kernels);
+        let (kernel, quant) = match (avx2, quant_table) {
             (true, Some(quant)) => (kernel, quant),
             _ => (gemm::SCALAR, quantized::SCALAR),
         };

@@ -91,6 +91,12 @@ impl QuantKernels {
         self
     }
 
+    /// This table under another name (a variant of its ISA).
+    pub(crate) fn renamed(mut self, name: &'static str) -> Self {
+        self.name = name;
+        self
+    }
+
     /// This table with `dtype`'s dot product replaced.
     const fn with(mut self, dtype_index: usize, dot: DotFn) -> Self {
         self.dots[dtype_index] = Some(dot);
@@ -189,10 +195,44 @@ pub(crate) fn avx2_kernels() -> Option<QuantKernels> {
     None
 }
 
+/// The AVX2 table with `vpdpbusd` products where this CPU has VNNI: the AVX-512 VNNI
+/// encoding when `avx512` (the backend runs at the AVX-512 level) and the CPU has it,
+/// else AVX-VNNI; `None` without VNNI or AVX2.
+pub(crate) fn vnni_kernels(avx512: bool) -> Option<QuantKernels> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use super::avx2::{Vnni, vnni_table};
+        let base = avx2_kernels()?;
+        let encodings: &[Vnni] = if avx512 {
+            &[Vnni::Avx512, Vnni::Avx]
+        } else {
+            &[Vnni::Avx]
+        };
+        return encodings.iter().find_map(|&v| vnni_table(base, v));
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = avx512;
+        None
+    }
+}
+
+/// Every table this CPU runs (the tests compare each with the reference).
+#[cfg(test)]
+pub(crate) fn available_kernels() -> Vec<QuantKernels> {
+    let mut tables = vec![SCALAR];
+    tables.extend(avx2_kernels());
+    #[cfg(target_arch = "x86_64")]
+    for vnni in [super::avx2::Vnni::Avx, super::avx2::Vnni::Avx512] {
+        tables.extend(avx2_kernels().and_then(|base| super::avx2::vnni_table(base, vnni)));
+    }
+    tables
+}
+
 /// The fastest table this CPU runs.
 #[cfg(test)]
 pub(crate) fn best_kernels() -> QuantKernels {
-    avx2_kernels().unwrap_or(SCALAR)
+    vnni_kernels(true).or_else(avx2_kernels).unwrap_or(SCALAR)
 }
 
 impl QuantKernels {

@@ -28,7 +28,7 @@ mod tests;
 use tempra_tensor::quant::vec_dot_dtype;
 use tempra_tensor::{DType, Result, Tensor, TensorError};
 
-pub(crate) use kernels::{QuantKernels, SCALAR, avx2_kernels};
+pub(crate) use kernels::{QuantKernels, SCALAR, avx2_kernels, vnni_kernels};
 
 use kernels::ActRow;
 

@@ -7,7 +7,7 @@ use tempra_tensor::DType;
 use tempra_tensor::quant::{dequantize_row, quantize_row, vec_dot, vec_dot_dtype};
 use tempra_tensor::random::SplitMix64;
 
-use super::kernels::{QuantKernels, SCALAR, avx2_kernels};
+use super::kernels::{QuantKernels, available_kernels};
 
 const FORMATS: [DType; 10] = [
     DType::Q4_0,
@@ -23,9 +23,7 @@ const FORMATS: [DType; 10] = [
 ];
 
 fn tables() -> Vec<QuantKernels> {
-    let mut t = vec![SCALAR];
-    t.extend(avx2_kernels());
-    t
+    available_kernels()
 }
 
 /// Each Q8_0 block's scale and `Σ qs`, as the GEMV kernels take them.

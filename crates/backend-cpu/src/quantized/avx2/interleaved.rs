@@ -23,11 +23,20 @@ use std::arch::x86_64::*;
 
 use tempra_tensor::quant::SCALE_ROW_ORDER;
 
-use super::{q4_0_eight_row_sums, rows_dispatch};
+use super::{q4_0_eight_row_sums, rows_dispatch, vnni};
 use crate::quantized::kernels::{ActRow, GemmR8Fn};
 
 /// Q4_0R8 weights × one to four Q8_0 activation rows.
 pub(super) const GEMM_Q4_0_R8: GemmR8Fn = rows_dispatch!(gemm_q4_0_r8, GemmR8Fn, ActRow, [f32; 8]);
+
+/// [`GEMM_Q4_0_R8`] with `vpdpbusd` (VEX-encoded AVX-VNNI) for the integer sums.
+pub(super) const GEMM_Q4_0_R8_AVX_VNNI: GemmR8Fn =
+    rows_dispatch!(gemm_q4_0_r8_avx_vnni, GemmR8Fn, ActRow, [f32; 8]);
+
+/// [`GEMM_Q4_0_R8`] with `vpdpbusd` (AVX-512 VNNI on 256-bit vectors) for the integer
+/// sums.
+pub(super) const GEMM_Q4_0_R8_AVX512_VNNI: GemmR8Fn =
+    rows_dispatch!(gemm_q4_0_r8_avx512_vnni, GemmR8Fn, ActRow, [f32; 8]);
 
 /// Q4_KR8 weights × one to four Q8_K activation rows.
 pub(super) const GEMM_Q4_K_R8: GemmR8Fn = rows_dispatch!(gemm_q4_k_r8, GemmR8Fn, ActRow, [f32; 8]);
@@ -64,40 +73,59 @@ fn store_rows<const R: usize>(acc: &[__m256; R], out: &mut [[f32; 8]]) {
     }
 }
 
-/// # Safety
-///
-/// See [`GemmR8Fn`]; `acts.len() >= R`.
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn gemm_q4_0_r8<const R: usize>(
-    nb: usize,
-    w: *const u8,
-    acts: &[ActRow],
-    out: &mut [[f32; 8]],
-) {
-    const RECORD: usize = 8 * 18;
-    const AB: usize = 34;
-    let mut acc = [_mm256_setzero_ps(); R];
-    for b in 0..nb {
-        // SAFETY: record `b < nb` of the group and block `b` of each activation row with
-        // its scale and sum (the `GemmR8Fn` contract).
-        unsafe {
-            let record = w.add(b * RECORD);
-            prefetch_ahead::<3>(record);
-            // Rows 2p (low 128 bits) and 2p + 1 (high 128 bits).
-            let rows: [__m256i; 4] = std::array::from_fn(|p| {
-                _mm256_loadu_si256(record.add(16 + 32 * p) as *const __m256i)
-            });
-            let w_scales = _mm256_cvtph_ps(_mm_loadu_si128(record as *const __m128i));
-            for (r, acc) in acc.iter_mut().enumerate() {
-                let act = acts.get_unchecked(r);
-                let sums = q4_0_eight_row_sums(rows, act.blocks.add(b * AB + 2), *act.sums.add(b));
-                let d = _mm256_mul_ps(w_scales, _mm256_set1_ps(*act.scales.add(b)));
-                *acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sums), *acc);
+/// Defines a Q4_0R8 × Q8_0 product `$name::<R>` compiled with `$features`, summing each
+/// block column with `$sums` (the `maddubs` tree, or a `vpdpbusd` one where VNNI is
+/// present).
+macro_rules! q4_0_r8_kernel {
+    ($name:ident, $features:literal, $sums:path) => {
+        /// # Safety
+        ///
+        /// See [`GemmR8Fn`]; `acts.len() >= R`; the CPU has the kernel's features.
+        #[target_feature(enable = $features)]
+        unsafe fn $name<const R: usize>(
+            nb: usize,
+            w: *const u8,
+            acts: &[ActRow],
+            out: &mut [[f32; 8]],
+        ) {
+            const RECORD: usize = 8 * 18;
+            const AB: usize = 34;
+            let mut acc = [_mm256_setzero_ps(); R];
+            for b in 0..nb {
+                // SAFETY: record `b < nb` of the group and block `b` of each activation
+                // row with its scale and sum (the `GemmR8Fn` contract).
+                unsafe {
+                    let record = w.add(b * RECORD);
+                    prefetch_ahead::<3>(record);
+                    // Rows 2p (low 128 bits) and 2p + 1 (high 128 bits).
+                    let rows: [__m256i; 4] = std::array::from_fn(|p| {
+                        _mm256_loadu_si256(record.add(16 + 32 * p) as *const __m256i)
+                    });
+                    let w_scales = _mm256_cvtph_ps(_mm_loadu_si128(record as *const __m128i));
+                    for (r, acc) in acc.iter_mut().enumerate() {
+                        let act = acts.get_unchecked(r);
+                        let sums = $sums(rows, act.blocks.add(b * AB + 2), *act.sums.add(b));
+                        let d = _mm256_mul_ps(w_scales, _mm256_set1_ps(*act.scales.add(b)));
+                        *acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sums), *acc);
+                    }
+                }
             }
+            store_rows(&acc, out);
         }
-    }
-    store_rows(&acc, out);
+    };
 }
+
+q4_0_r8_kernel!(gemm_q4_0_r8, "avx2,fma,f16c", q4_0_eight_row_sums);
+q4_0_r8_kernel!(
+    gemm_q4_0_r8_avx_vnni,
+    "avx2,fma,f16c,avxvnni",
+    vnni::q4_0_eight_row_sums_avx_vnni
+);
+q4_0_r8_kernel!(
+    gemm_q4_0_r8_avx512_vnni,
+    "avx2,fma,f16c,avx512f,avx512vl,avx512vnni",
+    vnni::q4_0_eight_row_sums_avx512_vnni
+);
 
 /// Q8_K block layout: `d: f32`, `qs: [i8; 256]`, `bsums: [i16; 16]`.
 const Q8K_BYTES: usize = 292;

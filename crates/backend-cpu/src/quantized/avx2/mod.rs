@@ -9,6 +9,9 @@ mod interleaved;
 mod kquants;
 mod legacy;
 mod quantize;
+mod vnni;
+
+pub(crate) use vnni::{Vnni, table as vnni_table};
 
 use std::arch::x86_64::*;
 
