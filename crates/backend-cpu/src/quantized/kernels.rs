@@ -208,7 +208,7 @@ pub(crate) fn vnni_kernels(avx512: bool) -> Option<QuantKernels> {
         } else {
             &[Vnni::Avx]
         };
-        return encodings.iter().find_map(|&v| vnni_table(base, v));
+        encodings.iter().find_map(|&v| vnni_table(base, v))
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
