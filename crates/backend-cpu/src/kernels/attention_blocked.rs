@@ -7,8 +7,8 @@
 //! multiply-add and a horizontal sum per key) and suits decode's few rows. With tens of
 //! rows the key and value blocks are worth packing: each is converted from f16 and laid
 //! out as the kernel's B panels once per block, the queries as A panels once per tile,
-//! and the micro-kernel keeps a 6×16 tile of scores (or outputs) in registers, two loads
-//! for twelve multiply-adds, as a GEMM does. The online softmax in between is the narrow
+//! and the micro-kernel keeps a tile of scores (or outputs) in registers, as a GEMM does
+//! (AVX2 6×16: two loads for twelve multiply-adds; AVX-512 16×16). The online softmax in between is the narrow
 //! tile's ([`softmax_step`]), row by row over a block's scores.
 
 use super::attention::{
@@ -17,8 +17,9 @@ use super::attention::{
 use crate::gemm::{GemmKernel, MatRef, OutPtr, Values};
 use crate::simd::{Simd, simd_dispatch};
 
-/// Most query rows in one blocked tile: eight 6-row panels of the AVX2 kernel (a GQA
-/// group of eight heads at six positions, or one head at 48).
+/// Most query rows in one blocked tile: eight 6-row panels of the AVX2 kernel, three
+/// 16-row ones of the AVX-512 kernel (a GQA group of eight heads at six positions, or
+/// one head at 48).
 pub(crate) const WIDE_ROWS: usize = 48;
 
 /// The scratch of one blocked tile, carved from one buffer (a pool lease per task).

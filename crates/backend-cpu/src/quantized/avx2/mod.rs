@@ -149,44 +149,63 @@ pub(super) unsafe fn bits32(p: *const u8) -> __m256i {
     _mm256_cmpeq_epi8(bytes, _mm256_set1_epi64x(-1))
 }
 
-/// The integer sums of one Q4_0 block column over eight weight rows against one Q8_0
-/// activation block: `rows[p]` holds the 16 quant bytes of row `2p` (low 128 bits) and
-/// row `2p + 1` (high); `a` points to the activation's 32 quants and `a_sum` is their
-/// sum. Lanes come out in the order rows 0, 2, 4, 6, 1, 3, 5, 7.
+/// Defines `$name(rows, a, a_sum) -> __m256i`, compiled with `$features`: the integer
+/// sums of one Q4_0 block column over eight weight rows against one Q8_0 activation
+/// block. `rows[p]` holds the 16 quant bytes of row `2p` (low 128 bits) and row `2p + 1`
+/// (high); `a` points to the activation's 32 quants and `a_sum` is their sum. Lanes come
+/// out in the order rows 0, 2, 4, 6, 1, 3, 5, 7. `$pair(lo, a_lo, hi, a_hi)` sums the
+/// u8 × i8 products of both nibble halves into i32 lanes of four consecutive bytes
+/// ([`maddubs_pair`] on AVX2, `vpdpbusd` in `vnni`).
 ///
 /// Q4_0 avoids the sign trick: `Σ (q − 8)·a = Σ q·a − 8·Σ a`, with `q` the unsigned
-/// nibbles (so `maddubs` takes them as they are).
-///
-/// # Safety
-///
-/// 32 readable bytes at `a`; AVX2 present.
+/// nibbles (so `maddubs` and `vpdpbusd` take them as they are).
+macro_rules! q4_0_sums {
+    ($name:ident, $features:literal, $pair:path) => {
+        /// The integer sums of one Q4_0 block column over eight weight rows (see
+        /// `q4_0_sums!`).
+        ///
+        /// # Safety
+        ///
+        /// 32 readable bytes at `a`; the CPU has the function's features.
+        #[inline]
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn $name(rows: [__m256i; 4], a: *const u8, a_sum: i32) -> __m256i {
+            let low = _mm256_set1_epi8(0x0F);
+            // SAFETY: 32 readable bytes at `a`.
+            let (a_lo, a_hi) = unsafe {
+                (
+                    _mm256_broadcastsi128_si256(_mm_loadu_si128(a as *const __m128i)),
+                    _mm256_broadcastsi128_si256(_mm_loadu_si128(a.add(16) as *const __m128i)),
+                )
+            };
+            let pair = |v: __m256i| {
+                let lo = _mm256_and_si256(v, low);
+                let hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+                // Lanes 0..4: partial sums of row 2p; lanes 4..8: of row 2p + 1.
+                $pair(lo, a_lo, hi, a_hi)
+            };
+            let sums = _mm256_hadd_epi32(
+                _mm256_hadd_epi32(pair(rows[0]), pair(rows[1])),
+                _mm256_hadd_epi32(pair(rows[2]), pair(rows[3])),
+            );
+            _mm256_sub_epi32(sums, _mm256_set1_epi32(8 * a_sum))
+        }
+    };
+}
+pub(crate) use q4_0_sums;
+
+q4_0_sums!(q4_0_eight_row_sums, "avx2,fma,f16c", maddubs_pair);
+
+/// `lo · a_lo + hi · a_hi` (u8 × i8) in i32 lanes of four consecutive bytes: `maddubs`
+/// pairs of both halves summed in 16 bits (at most 2 · 2 · 15 · 128), one `madd`.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(super) unsafe fn q4_0_eight_row_sums(rows: [__m256i; 4], a: *const u8, a_sum: i32) -> __m256i {
-    let low = _mm256_set1_epi8(0x0F);
-    let ones = _mm256_set1_epi16(1);
-    // SAFETY: 32 readable bytes at `a`.
-    let (a_lo, a_hi) = unsafe {
-        (
-            _mm256_broadcastsi128_si256(_mm_loadu_si128(a as *const __m128i)),
-            _mm256_broadcastsi128_si256(_mm_loadu_si128(a.add(16) as *const __m128i)),
-        )
-    };
-    let pair = |v: __m256i| {
-        let lo = _mm256_and_si256(v, low);
-        let hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
-        let s16 = _mm256_add_epi16(
-            _mm256_maddubs_epi16(lo, a_lo),
-            _mm256_maddubs_epi16(hi, a_hi),
-        );
-        // Lanes 0..4: partial sums of row 2p; lanes 4..8: of row 2p + 1.
-        _mm256_madd_epi16(s16, ones)
-    };
-    let sums = _mm256_hadd_epi32(
-        _mm256_hadd_epi32(pair(rows[0]), pair(rows[1])),
-        _mm256_hadd_epi32(pair(rows[2]), pair(rows[3])),
+fn maddubs_pair(lo: __m256i, a_lo: __m256i, hi: __m256i, a_hi: __m256i) -> __m256i {
+    let s16 = _mm256_add_epi16(
+        _mm256_maddubs_epi16(lo, a_lo),
+        _mm256_maddubs_epi16(hi, a_hi),
     );
-    _mm256_sub_epi32(sums, _mm256_set1_epi32(8 * a_sum))
+    _mm256_madd_epi16(s16, _mm256_set1_epi16(1))
 }
 
 /// Σ pairs of `ux` (unsigned bytes) × `sy` (signed bytes), as 8 f32 sums of 4 products.

@@ -8,54 +8,40 @@
 
 use std::arch::x86_64::*;
 
-use super::interleaved;
+use super::{interleaved, q4_0_sums};
 use crate::quantized::kernels::QuantKernels;
 
-/// Defines the VNNI twin of `super::q4_0_eight_row_sums` (same contract, same lane
-/// order) compiled with `$features` around the `vpdpbusd` intrinsic `$dp`.
-macro_rules! q4_0_sums {
-    ($name:ident, $features:literal, $dp:ident) => {
-        /// The integer sums of one Q4_0 block column over eight weight rows against one
-        /// Q8_0 activation block (see `q4_0_eight_row_sums`), with `vpdpbusd`.
-        ///
-        /// # Safety
-        ///
-        /// 32 readable bytes at `a`; the CPU has the function's features.
-        #[inline]
-        #[target_feature(enable = $features)]
-        pub(super) unsafe fn $name(rows: [__m256i; 4], a: *const u8, a_sum: i32) -> __m256i {
-            let low = _mm256_set1_epi8(0x0F);
-            // SAFETY: 32 readable bytes at `a`.
-            let (a_lo, a_hi) = unsafe {
-                (
-                    _mm256_broadcastsi128_si256(_mm_loadu_si128(a as *const __m128i)),
-                    _mm256_broadcastsi128_si256(_mm_loadu_si128(a.add(16) as *const __m128i)),
-                )
-            };
-            let pair = |v: __m256i| {
-                let lo = _mm256_and_si256(v, low);
-                let hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
-                // Lanes 0..4: partial sums of row 2p; lanes 4..8: of row 2p + 1.
-                $dp($dp(_mm256_setzero_si256(), lo, a_lo), hi, a_hi)
-            };
-            let sums = _mm256_hadd_epi32(
-                _mm256_hadd_epi32(pair(rows[0]), pair(rows[1])),
-                _mm256_hadd_epi32(pair(rows[2]), pair(rows[3])),
-            );
-            _mm256_sub_epi32(sums, _mm256_set1_epi32(8 * a_sum))
-        }
-    };
+/// `lo · a_lo + hi · a_hi` (u8 × i8) in i32 lanes of four consecutive bytes, AVX-VNNI.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avxvnni")]
+fn avx_vnni_pair(lo: __m256i, a_lo: __m256i, hi: __m256i, a_hi: __m256i) -> __m256i {
+    _mm256_dpbusd_avx_epi32(
+        _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), lo, a_lo),
+        hi,
+        a_hi,
+    )
+}
+
+/// [`avx_vnni_pair`] with the AVX-512 VNNI encoding (256-bit, VL).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+fn avx512_vnni_pair(lo: __m256i, a_lo: __m256i, hi: __m256i, a_hi: __m256i) -> __m256i {
+    _mm256_dpbusd_epi32(
+        _mm256_dpbusd_epi32(_mm256_setzero_si256(), lo, a_lo),
+        hi,
+        a_hi,
+    )
 }
 
 q4_0_sums!(
     q4_0_eight_row_sums_avx_vnni,
     "avx2,fma,f16c,avxvnni",
-    _mm256_dpbusd_avx_epi32
+    avx_vnni_pair
 );
 q4_0_sums!(
     q4_0_eight_row_sums_avx512_vnni,
     "avx2,fma,f16c,avx512f,avx512vl,avx512vnni",
-    _mm256_dpbusd_epi32
+    avx512_vnni_pair
 );
 
 /// Which `vpdpbusd` encoding a table uses.
