@@ -149,7 +149,7 @@ pub(crate) fn bench_facade(args: &[String]) -> Result<()> {
         o: &o,
         contexts: &contexts,
         rows: Vec::new(),
-        llc: machine_peaks::llc_bytes(),
+        llc: tempra_backend_cpu::memory_bandwidth::last_level_cache_bytes(),
         place: &Ok,
         sync: &|| Ok(()),
     };

@@ -22,11 +22,6 @@ pub(crate) fn measure(threads: usize, quick: bool) -> Peaks {
     }
 }
 
-/// The last-level cache size (see `memory_bandwidth::last_level_cache_bytes`).
-pub(crate) fn llc_bytes() -> usize {
-    memory_bandwidth::last_level_cache_bytes()
-}
-
 /// Streaming read bandwidth, measured as `tempra bench` measures it (the best of 5 or 9
 /// passes over a buffer 8× the last-level cache).
 fn read_bandwidth(threads: usize, quick: bool) -> f64 {

@@ -9,6 +9,7 @@
 use std::arch::x86_64::*;
 
 use super::{interleaved, q4_0_sums};
+use crate::isa::CpuFeatures;
 use crate::quantized::kernels::QuantKernels;
 
 /// `lo · a_lo + hi · a_hi` (u8 × i8) in i32 lanes of four consecutive bytes, AVX-VNNI.
@@ -54,17 +55,14 @@ pub(crate) enum Vnni {
 }
 
 impl Vnni {
-    /// Whether this CPU runs this encoding (with the AVX2 set the kernels also use).
+    /// Whether this CPU runs this encoding with the AVX2 set the kernels also use (as
+    /// [`CpuFeatures`] reports them).
     pub(crate) fn detected(self) -> bool {
-        super::detected()
-            && match self {
-                Vnni::Avx => is_x86_feature_detected!("avxvnni"),
-                Vnni::Avx512 => {
-                    is_x86_feature_detected!("avx512f")
-                        && is_x86_feature_detected!("avx512vl")
-                        && is_x86_feature_detected!("avx512vnni")
-                }
-            }
+        let features = CpuFeatures::detect();
+        match self {
+            Vnni::Avx => features.avx_vnni,
+            Vnni::Avx512 => features.avx512_vnni,
+        }
     }
 }
 
