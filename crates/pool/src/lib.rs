@@ -42,7 +42,7 @@ pub mod size_class;
 mod stats;
 
 pub use error::PoolError;
-pub use host::{HOST_ALIGN, HostBlock, HostMemory};
+pub use host::{HOST_ALIGN, HUGE_PAGE, HostBlock, HostMemory};
 pub use lease::Lease;
 pub use memory::Memory;
 pub use pool::{BufferPool, DEFAULT_MAX_CACHED_BYTES, HostPool, PoolConfig};
