@@ -4,8 +4,9 @@
 //!   the integer dot products of [`crate::quantized`].
 //! - Block-quantized weights, more rows (prefill): the f32 GEMM with `B = wᵀ` dequantized
 //!   block by block while it is packed (each dequantized value then serves `MC` rows);
-//!   except the row-interleaved layouts (Q4_0R8, Q4KR8), whose integer products run at
-//!   every row count (Q4_0R8: 111 against 53 GFLOP/s dequantized, 512 × 2048 × 2048).
+//!   except the row-interleaved Q4_0R8 and Q4KR8, whose integer products run at every
+//!   row count (Q4_0R8: 111 against 53 GFLOP/s dequantized, 512 × 2048 × 2048); Q8_0R8
+//!   is dequantized too, each block gathered from its group's record.
 //! - Float weights (F32/F16/BF16) with one input row: the GEMV in [`crate::gemm::gemv`].
 //! - Float weights with several rows: the f32 GEMM with `B = wᵀ`, a transposed view of
 //!   the weight that the packing reads row by row.
@@ -35,8 +36,9 @@ pub(crate) fn linear(
     let wv = if w.dtype().is_quantized() {
         tempra_tensor::quant::check_interleaved_weight(OP, w)?;
         let rows = x.elem_count().checked_div(k).unwrap_or(0);
-        // Row-interleaved layouts run their integer products at every row count.
-        if rows < products.dequant_gemm_rows || k == 0 || w.dtype().row_group() > 1 {
+        // Row-interleaved layouts run their integer products at every row count, except
+        // those whose dequantized GEMM is faster (`Products::integer_prefill`).
+        if rows < products.dequant_gemm_rows || k == 0 || products.integer_prefill(w.dtype()) {
             return quantized::linear(g, &products.quant, x, w, bias, out);
         }
         // Many rows: dequantize the weight while packing it for the f32 GEMM (virtual
@@ -46,6 +48,7 @@ pub(crate) fn linear(
             dtype: w.dtype(),
             bytes: w.storage().host_bytes()?,
             base_block: w.layout().offset(),
+            row_blocks: k / bl,
         };
         return gemm_rows(
             g,

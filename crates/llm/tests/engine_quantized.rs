@@ -81,6 +81,7 @@ fn check(qtype: QuantType, max_nmse: f64) {
         let layer = &model.forward_weights().layers[0];
         let want = match qtype {
             QuantType::Q4_0 => Some(DType::Q4_0R8),
+            QuantType::Q8_0 => Some(DType::Q8_0R8),
             QuantType::Q4KM => Some(DType::Q4KR8),
             _ => None,
         };

@@ -53,6 +53,10 @@ pub enum DType {
     /// Per group of eight rows and per block column: the eight f16 scales, then the
     /// eight rows' 16 quant bytes in row order. See [`DType::row_group`].
     Q4_0R8,
+    /// Q8_0 with the rows interleaved in groups of eight, as [`DType::Q4_0R8`]: per group
+    /// and block column the eight f16 scales, then the eight rows' 32 quant bytes in row
+    /// order (so rows `2p` and `2p + 1` are 64 contiguous bytes: one 512-bit load).
+    Q8_0R8,
     /// Q4_K with the rows interleaved in groups of eight and the 6-bit scales unpacked
     /// (148 bytes per row and super-block): the CPU's decode and prefill layout, made at
     /// load, never stored in files. See `quant::interleaved_q4_k`.
@@ -61,7 +65,7 @@ pub enum DType {
 
 impl DType {
     /// Every dtype, in declaration order.
-    pub const ALL: [DType; 21] = [
+    pub const ALL: [DType; 22] = [
         DType::F64,
         DType::F32,
         DType::F16,
@@ -82,6 +86,7 @@ impl DType {
         DType::Q6K,
         DType::Q8K,
         DType::Q4_0R8,
+        DType::Q8_0R8,
         DType::Q4KR8,
     ];
 
@@ -91,7 +96,7 @@ impl DType {
             DType::F64 | DType::F32 | DType::F16 | DType::BF16 => 1,
             DType::I32 | DType::U32 | DType::U8 => 1,
             DType::Q4_0 | DType::Q4_1 | DType::Q5_0 | DType::Q5_1 | DType::Q8_0 | DType::Q8_1 => 32,
-            DType::Q4_0R8 => 32,
+            DType::Q4_0R8 | DType::Q8_0R8 => 32,
             DType::Q2K | DType::Q3K | DType::Q4K | DType::Q5K | DType::Q6K | DType::Q8K => 256,
             DType::Q4KR8 => 256,
         }
@@ -109,7 +114,7 @@ impl DType {
             DType::Q4_1 => 20,
             DType::Q5_0 => 22,
             DType::Q5_1 => 24,
-            DType::Q8_0 => 34,
+            DType::Q8_0 | DType::Q8_0R8 => 34,
             DType::Q8_1 => 36,
             DType::Q2K => 84,
             DType::Q3K => 110,
@@ -161,7 +166,9 @@ impl DType {
             DType::I32 => 26,
             DType::F64 => 28,
             DType::BF16 => 30,
-            DType::U32 | DType::U8 | DType::Q4_0R8 | DType::Q4KR8 => return None,
+            DType::U32 | DType::U8 | DType::Q4_0R8 | DType::Q8_0R8 | DType::Q4KR8 => {
+                return None;
+            }
         })
     }
 
@@ -212,6 +219,7 @@ impl DType {
             DType::Q6K => "q6_K",
             DType::Q8K => "q8_K",
             DType::Q4_0R8 => "q4_0_r8",
+            DType::Q8_0R8 => "q8_0_r8",
             DType::Q4KR8 => "q4_K_r8",
         }
     }
@@ -221,7 +229,7 @@ impl DType {
     /// `block_len` and `block_bytes` are per row and block, averaged over the group.
     pub const fn row_group(self) -> usize {
         match self {
-            DType::Q4_0R8 | DType::Q4KR8 => 8,
+            DType::Q4_0R8 | DType::Q8_0R8 | DType::Q4KR8 => 8,
             _ => 1,
         }
     }
@@ -231,6 +239,7 @@ impl DType {
     pub const fn base_format(self) -> DType {
         match self {
             DType::Q4_0R8 => DType::Q4_0,
+            DType::Q8_0R8 => DType::Q8_0,
             DType::Q4KR8 => DType::Q4K,
             other => other,
         }
@@ -240,6 +249,7 @@ impl DType {
     pub const fn interleaved(self) -> Option<DType> {
         match self {
             DType::Q4_0 => Some(DType::Q4_0R8),
+            DType::Q8_0 => Some(DType::Q8_0R8),
             DType::Q4K => Some(DType::Q4KR8),
             _ => None,
         }

@@ -191,66 +191,68 @@ fn interleaved_in_cache() {
     // 2048-long rows, 32 groups of eight (≈ 300 KiB of weights: in L2 on Zen 3), so the
     // figures are the kernels' compute bound, without `linear`'s per-call work.
     let (k, groups) = (2048usize, 32usize);
-    let kernels = best_kernels();
-    for dtype in [DType::Q4_0R8, DType::Q4KR8] {
-        let base = dtype.base_format();
-        let act = vec_dot_dtype(base);
-        let vals: Vec<f32> = (0..8 * groups * k)
-            .map(|i| ((i * 7919) % 113) as f32 / 50.0 - 1.1)
-            .collect();
-        let mut plain = vec![0u8; base.bytes_for(vals.len()).unwrap()];
-        quantize_row(base, &vals, &mut plain).unwrap();
-        let group_bytes = dtype.bytes_for(8 * k).unwrap();
-        let mut w = vec![0u8; group_bytes * groups];
-        let plain_group = base.bytes_for(8 * k).unwrap();
-        for g in 0..groups {
-            interleave_rows(
-                dtype,
-                8,
-                k,
-                &plain[g * plain_group..][..plain_group],
-                &mut w[g * group_bytes..][..group_bytes],
-            )
-            .unwrap();
-        }
-        let mut a = vec![0u8; act.bytes_for(4 * k).unwrap()];
-        quantize_row(act, &vals[..4 * k], &mut a).unwrap();
-        let arow = act.bytes_for(k).unwrap();
-        let nb = k / base.block_len();
-        // Q8_0 rows carry per-block scales and sums; Q8_K blocks hold their own (the
-        // kernels do not read these then).
-        let (mut scales, mut sums) = (vec![0f32; 4 * nb], vec![0i32; 4 * nb]);
-        if act == DType::Q8_0 {
-            super::q8_0_block_stats(&a, &mut scales, &mut sums);
-        }
-        let acts: Vec<ActRow> = (0..4)
-            .map(|r| ActRow {
-                blocks: a[r * arow..].as_ptr(),
-                scales: scales[r * nb..].as_ptr(),
-                sums: sums[r * nb..].as_ptr(),
-            })
-            .collect();
-        let gemm = kernels.gemm_r8(dtype).unwrap();
-        for r in [1usize, 4] {
-            let mut out = [[0f32; 8]; 4];
-            let reps = 300;
-            let best = best_of(7, || {
-                for _ in 0..reps {
-                    for g in 0..groups {
-                        // SAFETY: `nb` records per group, `r` activation rows of `nb`
-                        // blocks (with scales and sums); the table matches this CPU.
-                        unsafe {
-                            gemm(nb, w[g * group_bytes..].as_ptr(), &acts[..r], &mut out[..r])
-                        };
+    // Every table this CPU runs but the portable one (AVX2, then its VNNI variants).
+    for kernels in super::kernels::available_kernels().into_iter().skip(1) {
+        for dtype in [DType::Q4_0R8, DType::Q8_0R8, DType::Q4KR8] {
+            let base = dtype.base_format();
+            let act = vec_dot_dtype(base);
+            let vals: Vec<f32> = (0..8 * groups * k)
+                .map(|i| ((i * 7919) % 113) as f32 / 50.0 - 1.1)
+                .collect();
+            let mut plain = vec![0u8; base.bytes_for(vals.len()).unwrap()];
+            quantize_row(base, &vals, &mut plain).unwrap();
+            let group_bytes = dtype.bytes_for(8 * k).unwrap();
+            let mut w = vec![0u8; group_bytes * groups];
+            let plain_group = base.bytes_for(8 * k).unwrap();
+            for g in 0..groups {
+                interleave_rows(
+                    dtype,
+                    8,
+                    k,
+                    &plain[g * plain_group..][..plain_group],
+                    &mut w[g * group_bytes..][..group_bytes],
+                )
+                .unwrap();
+            }
+            let mut a = vec![0u8; act.bytes_for(4 * k).unwrap()];
+            quantize_row(act, &vals[..4 * k], &mut a).unwrap();
+            let arow = act.bytes_for(k).unwrap();
+            let nb = k / base.block_len();
+            // Q8_0 rows carry per-block scales and sums; Q8_K blocks hold their own (the
+            // kernels do not read these then).
+            let (mut scales, mut sums) = (vec![0f32; 4 * nb], vec![0i32; 4 * nb]);
+            if act == DType::Q8_0 {
+                super::q8_0_block_stats(&a, &mut scales, &mut sums);
+            }
+            let acts: Vec<ActRow> = (0..4)
+                .map(|r| ActRow {
+                    blocks: a[r * arow..].as_ptr(),
+                    scales: scales[r * nb..].as_ptr(),
+                    sums: sums[r * nb..].as_ptr(),
+                })
+                .collect();
+            let gemm = kernels.gemm_r8(dtype).unwrap();
+            for r in [1usize, 4] {
+                let mut out = [[0f32; 8]; 4];
+                let reps = 300;
+                let best = best_of(7, || {
+                    for _ in 0..reps {
+                        for g in 0..groups {
+                            // SAFETY: `nb` records per group, `r` activation rows of `nb`
+                            // blocks (with scales and sums); the table matches this CPU.
+                            unsafe {
+                                gemm(nb, w[g * group_bytes..].as_ptr(), &acts[..r], &mut out[..r])
+                            };
+                        }
                     }
-                }
-            });
-            println!(
-                "{} {dtype} rows={r}: {:.1} GB/s of weights, {:.1} ns per record",
-                kernels.name,
-                (reps * w.len()) as f64 / best / 1e9,
-                best / (reps * groups * nb) as f64 * 1e9
-            );
+                });
+                println!(
+                    "{} {dtype} rows={r}: {:.1} GB/s of weights, {:.1} ns per record",
+                    kernels.name,
+                    (reps * w.len()) as f64 / best / 1e9,
+                    best / (reps * groups * nb) as f64 * 1e9
+                );
+            }
         }
     }
 }

@@ -1,4 +1,5 @@
-//! AVX2 products over the row-interleaved layouts [`DType::Q4_0R8`] and [`DType::Q4KR8`]:
+//! AVX2 products over the row-interleaved layouts [`DType::Q4_0R8`], [`DType::Q8_0R8`]
+//! and [`DType::Q4KR8`]:
 //! eight weight rows against one to four activation rows (Q8_0, Q8_K), reading one
 //! sequential stream (layouts in `tempra_tensor::quant::interleaved` and
 //! `interleaved_q4_k`). One row is the decode GEMV; more rows (prefill) reuse each
@@ -7,7 +8,8 @@
 //! Q4_0R8: per block column the eight rows' integer sums are folded into one vector by a
 //! `hadd` tree that leaves them in the layout's scale order (rows 0, 2, 4, 6, 1, 3, 5,
 //! 7), so the eight f16 scales convert in one instruction and one FMA accumulates the
-//! column.
+//! column. Q8_0R8 runs the same kernel loop over its own sums (`q8_0_sums`: 32 quant
+//! bytes per row, two rows per 512-bit register at the AVX-512 level).
 //!
 //! Q4KR8: every 32-bit lane belongs to one row throughout. Each 32-byte load holds four
 //! quant bytes of each row; `maddubs` against a four-byte activation run broadcast to
@@ -17,13 +19,14 @@
 //! per record against 350 for the row-pair arrangement this replaced.
 //!
 //! [`DType::Q4_0R8`]: tempra_tensor::DType::Q4_0R8
+//! [`DType::Q8_0R8`]: tempra_tensor::DType::Q8_0R8
 //! [`DType::Q4KR8`]: tempra_tensor::DType::Q4KR8
 
 use std::arch::x86_64::*;
 
 use tempra_tensor::quant::SCALE_ROW_ORDER;
 
-use super::{q4_0_eight_row_sums, rows_dispatch, vnni};
+use super::{q4_0_eight_row_sums, q8_0_sums, rows_dispatch, vnni};
 use crate::quantized::kernels::{ActRow, GemmR8Fn};
 
 /// Q4_0R8 weights × one to four Q8_0 activation rows.
@@ -37,6 +40,17 @@ pub(super) const GEMM_Q4_0_R8_AVX_VNNI: GemmR8Fn =
 /// sums.
 pub(super) const GEMM_Q4_0_R8_AVX512_VNNI: GemmR8Fn =
     rows_dispatch!(gemm_q4_0_r8_avx512_vnni, GemmR8Fn, ActRow, [f32; 8]);
+
+/// Q8_0R8 weights × one to four Q8_0 activation rows.
+pub(super) const GEMM_Q8_0_R8: GemmR8Fn = rows_dispatch!(gemm_q8_0_r8, GemmR8Fn, ActRow, [f32; 8]);
+
+/// [`GEMM_Q8_0_R8`] with AVX-VNNI `vpdpbusd` (weights biased to unsigned).
+pub(super) const GEMM_Q8_0_R8_AVX_VNNI: GemmR8Fn =
+    rows_dispatch!(gemm_q8_0_r8_avx_vnni, GemmR8Fn, ActRow, [f32; 8]);
+
+/// [`GEMM_Q8_0_R8`] with AVX-512 VNNI on 512-bit vectors (two rows per register).
+pub(super) const GEMM_Q8_0_R8_AVX512_VNNI: GemmR8Fn =
+    rows_dispatch!(gemm_q8_0_r8_avx512_vnni, GemmR8Fn, ActRow, [f32; 8]);
 
 /// Q4_KR8 weights × one to four Q8_K activation rows.
 pub(super) const GEMM_Q4_K_R8: GemmR8Fn = rows_dispatch!(gemm_q4_k_r8, GemmR8Fn, ActRow, [f32; 8]);
@@ -73,11 +87,26 @@ fn store_rows<const R: usize>(acc: &[__m256; R], out: &mut [[f32; 8]]) {
     }
 }
 
-/// Defines a Q4_0R8 × Q8_0 product `$name::<R>` compiled with `$features`, summing each
-/// block column with `$sums` (the `maddubs` tree, or a `vpdpbusd` one where VNNI is
-/// present).
-macro_rules! q4_0_r8_kernel {
-    ($name:ident, $features:literal, $sums:path) => {
+/// The record's eight rows of Q4_0 quants at `q` (past the scales) as four vectors:
+/// rows `2p` (low 128 bits) and `2p + 1` (high 128 bits).
+///
+/// # Safety
+///
+/// 128 readable bytes at `q`; AVX2 present.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn q4_0_row_pairs(q: *const u8) -> [__m256i; 4] {
+    // SAFETY: 128 readable bytes at `q`.
+    std::array::from_fn(|p| unsafe { _mm256_loadu_si256(q.add(32 * p) as *const __m256i) })
+}
+
+/// Defines a product `$name::<R>` of a row-interleaved 32-value format (records of
+/// `$record` bytes: eight f16 scales, then the rows' quants) × Q8_0, compiled with
+/// `$features`: per record, `$load` reads the quants once, and `$sums(rows, a, Σ a)`
+/// folds them against each activation block into eight i32 sums in scale order (the
+/// `maddubs` trees, or `vpdpbusd` ones where VNNI is present).
+macro_rules! legacy_r8_kernel {
+    ($name:ident, $features:literal, $record:expr, $load:path, $sums:path) => {
         /// # Safety
         ///
         /// See [`GemmR8Fn`]; `acts.len() >= R`; the CPU has the kernel's features.
@@ -88,7 +117,7 @@ macro_rules! q4_0_r8_kernel {
             acts: &[ActRow],
             out: &mut [[f32; 8]],
         ) {
-            const RECORD: usize = 8 * 18;
+            const RECORD: usize = $record;
             const AB: usize = 34;
             let mut acc = [_mm256_setzero_ps(); R];
             for b in 0..nb {
@@ -96,11 +125,8 @@ macro_rules! q4_0_r8_kernel {
                 // row with its scale and sum (the `GemmR8Fn` contract).
                 unsafe {
                     let record = w.add(b * RECORD);
-                    prefetch_ahead::<3>(record);
-                    // Rows 2p (low 128 bits) and 2p + 1 (high 128 bits).
-                    let rows: [__m256i; 4] = std::array::from_fn(|p| {
-                        _mm256_loadu_si256(record.add(16 + 32 * p) as *const __m256i)
-                    });
+                    prefetch_ahead::<{ RECORD.div_ceil(64) }>(record);
+                    let rows = $load(record.add(16));
                     let w_scales = _mm256_cvtph_ps(_mm_loadu_si128(record as *const __m128i));
                     for (r, acc) in acc.iter_mut().enumerate() {
                         let act = acts.get_unchecked(r);
@@ -115,16 +141,47 @@ macro_rules! q4_0_r8_kernel {
     };
 }
 
-q4_0_r8_kernel!(gemm_q4_0_r8, "avx2,fma,f16c", q4_0_eight_row_sums);
-q4_0_r8_kernel!(
+legacy_r8_kernel!(
+    gemm_q4_0_r8,
+    "avx2,fma,f16c",
+    8 * 18,
+    q4_0_row_pairs,
+    q4_0_eight_row_sums
+);
+legacy_r8_kernel!(
     gemm_q4_0_r8_avx_vnni,
     "avx2,fma,f16c,avxvnni",
+    8 * 18,
+    q4_0_row_pairs,
     vnni::q4_0_eight_row_sums_avx_vnni
 );
-q4_0_r8_kernel!(
+legacy_r8_kernel!(
     gemm_q4_0_r8_avx512_vnni,
     "avx2,fma,f16c,avx512f,avx512vl,avx512vnni",
+    8 * 18,
+    q4_0_row_pairs,
     vnni::q4_0_eight_row_sums_avx512_vnni
+);
+legacy_r8_kernel!(
+    gemm_q8_0_r8,
+    "avx2,fma,f16c",
+    8 * 34,
+    q8_0_sums::rows_avx2,
+    q8_0_sums::sums_avx2
+);
+legacy_r8_kernel!(
+    gemm_q8_0_r8_avx_vnni,
+    "avx2,fma,f16c,avxvnni",
+    8 * 34,
+    q8_0_sums::rows_biased,
+    q8_0_sums::sums_avx_vnni
+);
+legacy_r8_kernel!(
+    gemm_q8_0_r8_avx512_vnni,
+    "avx2,fma,f16c,avx512f,avx512bw,avx512vnni",
+    8 * 34,
+    q8_0_sums::row_pairs_biased,
+    q8_0_sums::sums_avx512_vnni
 );
 
 /// Q8_K block layout: `d: f32`, `qs: [i8; 256]`, `bsums: [i16; 16]`.

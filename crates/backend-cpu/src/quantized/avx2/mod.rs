@@ -8,6 +8,7 @@
 mod interleaved;
 mod kquants;
 mod legacy;
+mod q8_0_sums;
 mod quantize;
 mod vnni;
 
@@ -48,7 +49,11 @@ pub(crate) fn table(base: QuantKernels) -> QuantKernels {
     // Eight-row GEMVs read the row-interleaved layouts only: over eight row-major rows
     // (eight streams) they were no faster than one-row dots (Q4_0 4.8 vs 5.1 GB/s from
     // memory at 1 thread; the interleaved one reads 12.8).
-    .with_interleaved(interleaved::GEMM_Q4_0_R8, interleaved::GEMM_Q4_K_R8)
+    .with_interleaved([
+        interleaved::GEMM_Q4_0_R8,
+        interleaved::GEMM_Q8_0_R8,
+        interleaved::GEMM_Q4_K_R8,
+    ])
 }
 
 /// Wraps `$f::<R>` (R = 1..=4 activation rows) into one function of type `$ty`
