@@ -26,7 +26,7 @@ use std::arch::x86_64::*;
 
 use tempra_tensor::quant::SCALE_ROW_ORDER;
 
-use super::{q4_0_eight_row_sums, q8_0_sums, rows_dispatch, vnni};
+use super::{q4_0_eight_row_sums, q4_k_sums, q8_0_sums, rows_dispatch, vnni};
 use crate::quantized::kernels::{ActRow, GemmR8Fn};
 
 /// Q4_0R8 weights × one to four Q8_0 activation rows.
@@ -54,6 +54,14 @@ pub(super) const GEMM_Q8_0_R8_AVX512_VNNI: GemmR8Fn =
 
 /// Q4_KR8 weights × one to four Q8_K activation rows.
 pub(super) const GEMM_Q4_K_R8: GemmR8Fn = rows_dispatch!(gemm_q4_k_r8, GemmR8Fn, ActRow, [f32; 8]);
+
+/// [`GEMM_Q4_K_R8`] with AVX-VNNI `vpdpbusd` (sub-block sums in 32 bits).
+pub(super) const GEMM_Q4_K_R8_AVX_VNNI: GemmR8Fn =
+    rows_dispatch!(gemm_q4_k_r8_avx_vnni, GemmR8Fn, ActRow, [f32; 8]);
+
+/// [`GEMM_Q4_K_R8`] with AVX-512 VNNI `vpdpbusd` on 256-bit vectors.
+pub(super) const GEMM_Q4_K_R8_AVX512_VNNI: GemmR8Fn =
+    rows_dispatch!(gemm_q4_k_r8_avx512_vnni, GemmR8Fn, ActRow, [f32; 8]);
 
 /// How far ahead of the current record the stream is prefetched (measured on Zen 3 at
 /// one thread on 2048 × 5632 Q4_0 from memory: none 9.5 GB/s, 512 B 10.2, 2 KiB 11.7,
@@ -189,102 +197,155 @@ const Q8K_BYTES: usize = 292;
 const Q8K_QS: usize = 4;
 const Q8K_BSUMS: usize = 260;
 
-/// # Safety
-///
-/// See [`GemmR8Fn`] (here each `acts[r].blocks` points to `nb` Q8_K blocks; the scales
-/// and sums pointers are not read); `acts.len() >= R`.
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn gemm_q4_k_r8<const R: usize>(
-    nb: usize,
-    w: *const u8,
-    acts: &[ActRow],
-    out: &mut [[f32; 8]],
-) {
-    use tempra_tensor::quant::interleaved_q4_k::{D, DMIN, MINS, RECORD, SCALES, qs_offset};
-    let m4 = _mm256_set1_epi8(0x0F);
-    let mut acc = [_mm256_setzero_ps(); R];
-    for b in 0..nb {
-        // SAFETY: record `b < nb` of the group and super-block `b` of each activation
-        // row (the `GemmR8Fn` contract).
-        unsafe {
-            let record = w.add(b * RECORD);
-            let a: [*const u8; R] =
-                std::array::from_fn(|r| acts.get_unchecked(r).blocks.add(b * Q8K_BYTES));
-            // Lane l of every integer vector belongs to row l. Per 64-value chunk: eight
-            // steps of 4 values per row, summed in 16 bits (at most 8 · 2 · 15 · 128 =
-            // 30720), then one `madd` per sub-block with the eight rows' scales.
-            let mut sums = [_mm256_setzero_si256(); R];
-            for j in 0..4 {
-                // The record's 19 lines ahead, five per chunk: as one burst of 19 at the
-                // record's start they filled the miss queue and the stream ran at the sum
-                // of compute and memory time (isolated GEMV from memory 8.5 → 9.4 GB/s
-                // mean of eight interleaved runs, 1b Q4_K_M decode +2-5 %).
-                prefetch_ahead::<5>(record.add(5 * 64 * j));
-                let sc = _mm_loadu_si128(record.add(SCALES + 16 * j) as *const __m128i);
-                let sc_lo = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(sc, sc));
-                let sc_hi = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sc, sc));
-                let mut lo = [_mm256_setzero_si256(); R];
-                let mut hi = [_mm256_setzero_si256(); R];
-                for k in 0..8 {
-                    let v = _mm256_loadu_si256(record.add(qs_offset(j, k)) as *const __m256i);
-                    let q_lo = _mm256_and_si256(v, m4);
-                    let q_hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+/// Defines a Q4_KR8 × Q8_K product `$name::<R>` compiled with `$features`: `$step(acc,
+/// q, a)` adds a step's u8 × i8 products into a sub-block accumulator (`$add` joins two
+/// of them), `$scales(sc)` widens a chunk's 16 scale bytes for `$finish(lo, sc_lo, hi,
+/// sc_hi)`, which applies them to the two sub-blocks' sums and returns i32 lanes (one
+/// per row).
+macro_rules! q4_k_r8_kernel {
+    ($name:ident, $features:literal, $step:path, $add:path, $scales:path, $finish:path) => {
+        /// # Safety
+        ///
+        /// See [`GemmR8Fn`] (here each `acts[r].blocks` points to `nb` Q8_K blocks; the scales
+        /// and sums pointers are not read); `acts.len() >= R`; the CPU has the kernel's
+        /// features.
+        #[target_feature(enable = $features)]
+        unsafe fn $name<const R: usize>(
+            nb: usize,
+            w: *const u8,
+            acts: &[ActRow],
+            out: &mut [[f32; 8]],
+        ) {
+            use tempra_tensor::quant::interleaved_q4_k::{
+                D, DMIN, MINS, RECORD, SCALES, qs_offset,
+            };
+            let m4 = _mm256_set1_epi8(0x0F);
+            let mut acc = [_mm256_setzero_ps(); R];
+            for b in 0..nb {
+                // SAFETY: record `b < nb` of the group and super-block `b` of each activation
+                // row (the `GemmR8Fn` contract).
+                unsafe {
+                    let record = w.add(b * RECORD);
+                    let a: [*const u8; R] =
+                        std::array::from_fn(|r| acts.get_unchecked(r).blocks.add(b * Q8K_BYTES));
+                    // Lane l of every integer vector belongs to row l. Per 64-value chunk: eight
+                    // steps of 4 values per row (`$step`), then the sub-block's scales applied
+                    // once for the eight rows (`$finish`).
+                    let mut sums = [_mm256_setzero_si256(); R];
+                    for j in 0..4 {
+                        // The record's 19 lines ahead, five per chunk: as one burst of 19 at the
+                        // record's start they filled the miss queue and the stream ran at the sum
+                        // of compute and memory time (isolated GEMV from memory 8.5 → 9.4 GB/s
+                        // mean of eight interleaved runs, 1b Q4_K_M decode +2-5 %).
+                        prefetch_ahead::<5>(record.add(5 * 64 * j));
+                        let sc = _mm_loadu_si128(record.add(SCALES + 16 * j) as *const __m128i);
+                        let (sc_lo, sc_hi) = $scales(sc);
+                        // With one row, even and odd steps in separate accumulators:
+                        // two dependency chains of four (`vpdpbusd` has a 5-cycle
+                        // latency); more rows interleave their own chains, and a second
+                        // set would spill (four rows measured 77 → 125 ns per record).
+                        let mut lo = [[_mm256_setzero_si256(); R]; 2];
+                        let mut hi = [[_mm256_setzero_si256(); R]; 2];
+                        for k in 0..8 {
+                            let v =
+                                _mm256_loadu_si256(record.add(qs_offset(j, k)) as *const __m256i);
+                            let q_lo = _mm256_and_si256(v, m4);
+                            let q_hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                            for r in 0..R {
+                                let at = a[r].add(Q8K_QS + 64 * j + 4 * k);
+                                let a_lo =
+                                    _mm256_set1_epi32(std::ptr::read_unaligned(at as *const i32));
+                                let a_hi = _mm256_set1_epi32(std::ptr::read_unaligned(
+                                    at.add(32) as *const i32
+                                ));
+                                let h = if R == 1 { k % 2 } else { 0 };
+                                lo[h][r] = $step(lo[h][r], q_lo, a_lo);
+                                hi[h][r] = $step(hi[h][r], q_hi, a_hi);
+                            }
+                        }
+                        for r in 0..R {
+                            sums[r] = _mm256_add_epi32(
+                                sums[r],
+                                $finish(
+                                    $add(lo[0][r], lo[1][r]),
+                                    sc_lo,
+                                    $add(hi[0][r], hi[1][r]),
+                                    sc_hi,
+                                ),
+                            );
+                        }
+                    }
+                    // Mins against the activation's sub-block sums (pairs of the 16-value
+                    // `bsums`): per chunk, the rows' (m[2j], m[2j + 1]) pairs `madd` the
+                    // activation's (S[2j], S[2j + 1]) broadcast to every lane.
+                    let sub_sums: [__m256i; R] = std::array::from_fn(|r| {
+                        let bsums = a[r].add(Q8K_BSUMS);
+                        _mm256_broadcastsi128_si256(_mm_hadd_epi16(
+                            _mm_loadu_si128(bsums as *const __m128i),
+                            _mm_loadu_si128(bsums.add(16) as *const __m128i),
+                        ))
+                    });
+                    let mut mins = [_mm256_setzero_si256(); R];
+                    for j in 0..4 {
+                        let m = _mm256_cvtepu8_epi16(_mm_loadu_si128(
+                            record.add(MINS + 16 * j) as *const __m128i
+                        ));
+                        for r in 0..R {
+                            let s = match j {
+                                0 => _mm256_shuffle_epi32::<0x00>(sub_sums[r]),
+                                1 => _mm256_shuffle_epi32::<0x55>(sub_sums[r]),
+                                2 => _mm256_shuffle_epi32::<0xAA>(sub_sums[r]),
+                                _ => _mm256_shuffle_epi32::<0xFF>(sub_sums[r]),
+                            };
+                            mins[r] = _mm256_add_epi32(mins[r], _mm256_madd_epi16(m, s));
+                        }
+                    }
+                    let d = _mm256_cvtph_ps(_mm_loadu_si128(record.add(D) as *const __m128i));
+                    let dmin = _mm256_cvtph_ps(_mm_loadu_si128(record.add(DMIN) as *const __m128i));
                     for r in 0..R {
-                        let at = a[r].add(Q8K_QS + 64 * j + 4 * k);
-                        let a_lo = _mm256_set1_epi32(std::ptr::read_unaligned(at as *const i32));
-                        let a_hi =
-                            _mm256_set1_epi32(std::ptr::read_unaligned(at.add(32) as *const i32));
-                        lo[r] = _mm256_add_epi16(lo[r], _mm256_maddubs_epi16(q_lo, a_lo));
-                        hi[r] = _mm256_add_epi16(hi[r], _mm256_maddubs_epi16(q_hi, a_hi));
+                        let da = _mm256_set1_ps(std::ptr::read_unaligned(a[r] as *const f32));
+                        acc[r] = _mm256_fmadd_ps(
+                            _mm256_mul_ps(d, da),
+                            _mm256_cvtepi32_ps(sums[r]),
+                            acc[r],
+                        );
+                        acc[r] = _mm256_fnmadd_ps(
+                            _mm256_mul_ps(dmin, da),
+                            _mm256_cvtepi32_ps(mins[r]),
+                            acc[r],
+                        );
                     }
                 }
-                for r in 0..R {
-                    sums[r] = _mm256_add_epi32(
-                        sums[r],
-                        _mm256_add_epi32(
-                            _mm256_madd_epi16(lo[r], sc_lo),
-                            _mm256_madd_epi16(hi[r], sc_hi),
-                        ),
-                    );
-                }
             }
-            // Mins against the activation's sub-block sums (pairs of the 16-value
-            // `bsums`): per chunk, the rows' (m[2j], m[2j + 1]) pairs `madd` the
-            // activation's (S[2j], S[2j + 1]) broadcast to every lane.
-            let sub_sums: [__m256i; R] = std::array::from_fn(|r| {
-                let bsums = a[r].add(Q8K_BSUMS);
-                _mm256_broadcastsi128_si256(_mm_hadd_epi16(
-                    _mm_loadu_si128(bsums as *const __m128i),
-                    _mm_loadu_si128(bsums.add(16) as *const __m128i),
-                ))
-            });
-            let mut mins = [_mm256_setzero_si256(); R];
-            for j in 0..4 {
-                let m = _mm256_cvtepu8_epi16(_mm_loadu_si128(
-                    record.add(MINS + 16 * j) as *const __m128i
-                ));
-                for r in 0..R {
-                    let s = match j {
-                        0 => _mm256_shuffle_epi32::<0x00>(sub_sums[r]),
-                        1 => _mm256_shuffle_epi32::<0x55>(sub_sums[r]),
-                        2 => _mm256_shuffle_epi32::<0xAA>(sub_sums[r]),
-                        _ => _mm256_shuffle_epi32::<0xFF>(sub_sums[r]),
-                    };
-                    mins[r] = _mm256_add_epi32(mins[r], _mm256_madd_epi16(m, s));
-                }
-            }
-            let d = _mm256_cvtph_ps(_mm_loadu_si128(record.add(D) as *const __m128i));
-            let dmin = _mm256_cvtph_ps(_mm_loadu_si128(record.add(DMIN) as *const __m128i));
-            for r in 0..R {
-                let da = _mm256_set1_ps(std::ptr::read_unaligned(a[r] as *const f32));
-                acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(d, da), _mm256_cvtepi32_ps(sums[r]), acc[r]);
-                acc[r] =
-                    _mm256_fnmadd_ps(_mm256_mul_ps(dmin, da), _mm256_cvtepi32_ps(mins[r]), acc[r]);
+            for (acc, out) in acc.iter().zip(out) {
+                // SAFETY: 8 writable f32s; lane l is row l.
+                unsafe { _mm256_storeu_ps(out.as_mut_ptr(), *acc) };
             }
         }
-    }
-    for (acc, out) in acc.iter().zip(out) {
-        // SAFETY: 8 writable f32s; lane l is row l.
-        unsafe { _mm256_storeu_ps(out.as_mut_ptr(), *acc) };
-    }
+    };
 }
+
+q4_k_r8_kernel!(
+    gemm_q4_k_r8,
+    "avx2,fma,f16c",
+    q4_k_sums::step_maddubs,
+    _mm256_add_epi16,
+    q4_k_sums::scales_paired,
+    q4_k_sums::finish_madd
+);
+q4_k_r8_kernel!(
+    gemm_q4_k_r8_avx_vnni,
+    "avx2,fma,f16c,avxvnni",
+    q4_k_sums::step_avx_vnni,
+    _mm256_add_epi32,
+    q4_k_sums::scales_wide,
+    q4_k_sums::finish_mullo
+);
+q4_k_r8_kernel!(
+    gemm_q4_k_r8_avx512_vnni,
+    "avx2,fma,f16c,avx512f,avx512vl,avx512vnni",
+    q4_k_sums::step_avx512_vnni,
+    _mm256_add_epi32,
+    q4_k_sums::scales_wide,
+    q4_k_sums::finish_mullo
+);

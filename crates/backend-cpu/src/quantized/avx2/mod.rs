@@ -8,6 +8,7 @@
 mod interleaved;
 mod kquants;
 mod legacy;
+mod q4_k_sums;
 mod q8_0_sums;
 mod quantize;
 mod vnni;

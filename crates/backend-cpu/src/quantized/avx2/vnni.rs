@@ -2,10 +2,11 @@
 //! i32 lane in one instruction, where AVX2 needs `maddubs` (pairs into i16) and `madd`
 //! (pairs of those into i32). Two encodings: AVX-VNNI (VEX, 256-bit; Alder Lake and
 //! later, Zen 5) and AVX-512 VNNI on 256-bit vectors (EVEX with VL; Ice Lake, Sapphire
-//! Rapids, Zen 4). The Q4_0R8 and Q8_0R8 products use them (Q8_0R8 on 512-bit vectors
-//! at the AVX-512 level, see `q8_0_sums`): their block columns are pure integer sums
-//! (the K-quant kernels sum in 16 bits before one `madd` with the sub-block scales,
-//! which `vpdpbusd` would not shorten).
+//! Rapids, Zen 4). The interleaved products use them: Q4_0R8 and Q8_0R8 for their
+//! block-column sums (Q8_0R8 on 512-bit vectors at the AVX-512 level, see `q8_0_sums`),
+//! Q4KR8 for its sub-block steps, scaled once per sub-block by `vpmulld` (`q4_k_sums`).
+//! The row-major K-quant kernels keep `maddubs`: they sum in 16 bits before one `madd`
+//! with the sub-block scales.
 
 use std::arch::x86_64::*;
 
@@ -72,18 +73,23 @@ pub(crate) fn table(base: QuantKernels, vnni: Vnni) -> Option<QuantKernels> {
     if !vnni.detected() {
         return None;
     }
-    let (name, q4_0, q8_0) = match vnni {
+    let (name, products) = match vnni {
         Vnni::Avx => (
             "avx2+avx-vnni",
-            interleaved::GEMM_Q4_0_R8_AVX_VNNI,
-            interleaved::GEMM_Q8_0_R8_AVX_VNNI,
+            [
+                interleaved::GEMM_Q4_0_R8_AVX_VNNI,
+                interleaved::GEMM_Q8_0_R8_AVX_VNNI,
+                interleaved::GEMM_Q4_K_R8_AVX_VNNI,
+            ],
         ),
         Vnni::Avx512 => (
             "avx2+avx512-vnni",
-            interleaved::GEMM_Q4_0_R8_AVX512_VNNI,
-            interleaved::GEMM_Q8_0_R8_AVX512_VNNI,
+            [
+                interleaved::GEMM_Q4_0_R8_AVX512_VNNI,
+                interleaved::GEMM_Q8_0_R8_AVX512_VNNI,
+                interleaved::GEMM_Q4_K_R8_AVX512_VNNI,
+            ],
         ),
     };
-    let q4_k = base.gemm_r8(tempra_tensor::DType::Q4KR8)?;
-    Some(base.renamed(name).with_interleaved([q4_0, q8_0, q4_k]))
+    Some(base.renamed(name).with_interleaved(products))
 }
