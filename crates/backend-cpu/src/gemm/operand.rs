@@ -165,7 +165,8 @@ fn interleaved_place(dtype: DType, v: usize, row_blocks: usize) -> (Range<usize>
 /// Dequantizes `out.len() / block_len` blocks of an interleaved `dtype` from block
 /// `first_block` on (one row's run): the blocks are gathered back to their base format
 /// into a stack buffer, a chunk at a time, and each chunk dequantized in one call as
-/// that format is (per-block calls measured 8 % slower on a 1b Q8_0 prefill).
+/// that format is (1b Q8_0 pp512 at 1 thread: 62.8–63.4 tok/s with one call per block,
+/// 65.3–65.5 chunked, separate runs).
 fn load_interleaved(
     ops: PackOps,
     dtype: DType,

@@ -131,7 +131,7 @@ fn decode_gemv_out_of_cache() {
             .and_then(|v| v.parse().ok())
             .unwrap_or(default)
     };
-    let (k, n, mats) = (2048usize, env("PROBE_N", 5632), env("PROBE_MATS", 12));
+    let (k, n) = (2048usize, env("PROBE_N", 5632));
     let x = Tensor::owned_from_slice(
         &(0..k)
             .map(|i| ((i * 31) % 17) as f32 / 9.0 - 0.9)
@@ -141,7 +141,11 @@ fn decode_gemv_out_of_cache() {
     .unwrap();
     for dtype in probe_formats(&[DType::F16, DType::Q4_0, DType::Q8_0, DType::Q4K, DType::Q6K]) {
         let bytes = weight_bytes(dtype, n, k);
-        // Several copies so the weights stream from memory, as in decode.
+        // Several copies so the weights stream from memory, as in decode: three times the
+        // last-level cache by default (a fixed 12 stayed partly in a 260 MB L3), as
+        // bench-facade sizes its decode rows.
+        let llc = crate::memory_bandwidth::last_level_cache_bytes();
+        let mats = env("PROBE_MATS", (3 * llc).div_ceil(bytes.len()).clamp(12, 64));
         let ws: Vec<Tensor> = (0..mats)
             .map(|_| {
                 let mut storage = Storage::owned_zeroed(bytes.len()).unwrap();

@@ -26,7 +26,9 @@ use std::arch::x86_64::*;
 
 use tempra_tensor::quant::SCALE_ROW_ORDER;
 
-use super::{q4_0_eight_row_sums, q4_k_sums, q8_0_sums, rows_dispatch, vnni};
+use tempra_tensor::DType;
+
+use super::{load_vectors, q4_0_eight_row_sums, q4_k_sums, q8_0_sums, rows_dispatch, vnni};
 use crate::quantized::kernels::{ActRow, GemmR8Fn};
 
 /// Q4_0R8 weights × one to four Q8_0 activation rows.
@@ -95,26 +97,13 @@ fn store_rows<const R: usize>(acc: &[__m256; R], out: &mut [[f32; 8]]) {
     }
 }
 
-/// The record's eight rows of Q4_0 quants at `q` (past the scales) as four vectors:
-/// rows `2p` (low 128 bits) and `2p + 1` (high 128 bits).
-///
-/// # Safety
-///
-/// 128 readable bytes at `q`; AVX2 present.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn q4_0_row_pairs(q: *const u8) -> [__m256i; 4] {
-    // SAFETY: 128 readable bytes at `q`.
-    std::array::from_fn(|p| unsafe { _mm256_loadu_si256(q.add(32 * p) as *const __m256i) })
-}
-
-/// Defines a product `$name::<R>` of a row-interleaved 32-value format (records of
-/// `$record` bytes: eight f16 scales, then the rows' quants) × Q8_0, compiled with
+/// Defines a product `$name::<R>` of a row-interleaved 32-value format `$dtype` (per
+/// block column a record: eight f16 scales, then the rows' quants) × Q8_0, compiled with
 /// `$features`: per record, `$load` reads the quants once, and `$sums(rows, a, Σ a)`
 /// folds them against each activation block into eight i32 sums in scale order (the
 /// `maddubs` trees, or `vpdpbusd` ones where VNNI is present).
 macro_rules! legacy_r8_kernel {
-    ($name:ident, $features:literal, $record:expr, $load:path, $sums:path) => {
+    ($name:ident, $features:literal, $dtype:expr, $load:path, $sums:path) => {
         /// # Safety
         ///
         /// See [`GemmR8Fn`]; `acts.len() >= R`; the CPU has the kernel's features.
@@ -125,7 +114,7 @@ macro_rules! legacy_r8_kernel {
             acts: &[ActRow],
             out: &mut [[f32; 8]],
         ) {
-            const RECORD: usize = $record;
+            const RECORD: usize = 8 * $dtype.block_bytes();
             const AB: usize = 34;
             let mut acc = [_mm256_setzero_ps(); R];
             for b in 0..nb {
@@ -152,42 +141,42 @@ macro_rules! legacy_r8_kernel {
 legacy_r8_kernel!(
     gemm_q4_0_r8,
     "avx2,fma,f16c",
-    8 * 18,
-    q4_0_row_pairs,
+    DType::Q4_0R8,
+    load_vectors::<4>,
     q4_0_eight_row_sums
 );
 legacy_r8_kernel!(
     gemm_q4_0_r8_avx_vnni,
     "avx2,fma,f16c,avxvnni",
-    8 * 18,
-    q4_0_row_pairs,
+    DType::Q4_0R8,
+    load_vectors::<4>,
     vnni::q4_0_eight_row_sums_avx_vnni
 );
 legacy_r8_kernel!(
     gemm_q4_0_r8_avx512_vnni,
     "avx2,fma,f16c,avx512f,avx512vl,avx512vnni",
-    8 * 18,
-    q4_0_row_pairs,
+    DType::Q4_0R8,
+    load_vectors::<4>,
     vnni::q4_0_eight_row_sums_avx512_vnni
 );
 legacy_r8_kernel!(
     gemm_q8_0_r8,
     "avx2,fma,f16c",
-    8 * 34,
-    q8_0_sums::rows_avx2,
+    DType::Q8_0R8,
+    load_vectors::<8>,
     q8_0_sums::sums_avx2
 );
 legacy_r8_kernel!(
     gemm_q8_0_r8_avx_vnni,
     "avx2,fma,f16c,avxvnni",
-    8 * 34,
+    DType::Q8_0R8,
     q8_0_sums::rows_biased,
     q8_0_sums::sums_avx_vnni
 );
 legacy_r8_kernel!(
     gemm_q8_0_r8_avx512_vnni,
     "avx2,fma,f16c,avx512f,avx512bw,avx512vnni",
-    8 * 34,
+    DType::Q8_0R8,
     q8_0_sums::row_pairs_biased,
     q8_0_sums::sums_avx512_vnni
 );
@@ -336,7 +325,7 @@ q4_k_r8_kernel!(
 q4_k_r8_kernel!(
     gemm_q4_k_r8_avx_vnni,
     "avx2,fma,f16c,avxvnni",
-    q4_k_sums::step_avx_vnni,
+    vnni::dpbusd_avx,
     _mm256_add_epi32,
     q4_k_sums::scales_wide,
     q4_k_sums::finish_mullo
@@ -344,7 +333,7 @@ q4_k_r8_kernel!(
 q4_k_r8_kernel!(
     gemm_q4_k_r8_avx512_vnni,
     "avx2,fma,f16c,avx512f,avx512vl,avx512vnni",
-    q4_k_sums::step_avx512_vnni,
+    vnni::dpbusd_avx512,
     _mm256_add_epi32,
     q4_k_sums::scales_wide,
     q4_k_sums::finish_mullo

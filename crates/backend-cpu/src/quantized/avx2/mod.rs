@@ -83,6 +83,18 @@ macro_rules! rows_dispatch {
 }
 pub(crate) use rows_dispatch;
 
+/// `N` 32-byte vectors from `p` on (a record's quants: rows or row pairs).
+///
+/// # Safety
+///
+/// `32 · N` readable bytes at `p`; AVX2 present.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn load_vectors<const N: usize>(p: *const u8) -> [__m256i; N] {
+    // SAFETY: `32 · N` readable bytes at `p`.
+    std::array::from_fn(|i| unsafe { _mm256_loadu_si256(p.add(32 * i) as *const __m256i) })
+}
+
 /// An f16 at `p` (any alignment) as f32.
 ///
 /// The value is moved in with `vmovd` from a general register: a lane insert

@@ -6,7 +6,8 @@
 //!   with the rows' scales, each byte doubled to fill a lane's two 16-bit halves,
 //!   widens to i32.
 //! - VNNI: a step's `vpdpbusd` adds four products straight into the i32 lane, and the
-//!   sub-block ends with one `vpmulld` by the rows' scales widened to 32 bits: two
+//!   sub-block ends with one `vpmulld` by the rows' scales widened to 32 bits (the step
+//!   is `vnni::dpbusd_avx` / `dpbusd_avx512`): two
 //!   fewer instructions per step (no `maddubs` + add pair), one more per sub-block.
 
 use std::arch::x86_64::*;
@@ -16,20 +17,6 @@ use std::arch::x86_64::*;
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) fn step_maddubs(acc: __m256i, q: __m256i, a: __m256i) -> __m256i {
     _mm256_add_epi16(acc, _mm256_maddubs_epi16(q, a))
-}
-
-/// `acc + Σ4 q · a` in 32-bit lanes, AVX-VNNI.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c,avxvnni")]
-pub(super) fn step_avx_vnni(acc: __m256i, q: __m256i, a: __m256i) -> __m256i {
-    _mm256_dpbusd_avx_epi32(acc, q, a)
-}
-
-/// `acc + Σ4 q · a` in 32-bit lanes, AVX-512 VNNI (VL).
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
-pub(super) fn step_avx512_vnni(acc: __m256i, q: __m256i, a: __m256i) -> __m256i {
-    _mm256_dpbusd_epi32(acc, q, a)
 }
 
 /// A chunk's scale bytes (eight rows of sub-block `2j`, then of `2j + 1`) as 16-bit

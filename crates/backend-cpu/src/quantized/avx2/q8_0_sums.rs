@@ -5,7 +5,8 @@
 //! prepares) the record's weight quants once, one that sums them against an activation
 //! block (called once per activation row):
 //!
-//! - AVX2: `maddubs` of `|w|` with the activation's bytes given `w`'s signs, then `madd`.
+//! - AVX2: the rows as stored; `maddubs` of `|w|` with the activation's bytes given `w`'s
+//!   signs, then `madd`.
 //! - AVX-VNNI (256-bit): the weights biased to unsigned at load (`w ^ 0x80 = w + 128`),
 //!   one `vpdpbusd` per row, less `128 · Σ a` (the activation block's sum, precomputed).
 //! - AVX-512 VNNI on 512-bit vectors: two rows per register (rows `2p` and `2p + 1` are
@@ -37,20 +38,9 @@ fn fold_pairs(t: [__m256i; 4]) -> __m256i {
     _mm256_hadd_epi32(_mm256_hadd_epi32(t[0], t[1]), _mm256_hadd_epi32(t[2], t[3]))
 }
 
-/// The record's eight rows of 32 quants at `q` (the record past its scales), as stored.
-///
-/// # Safety
-///
-/// 256 readable bytes at `q`; AVX2 present.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-pub(super) unsafe fn rows_avx2(q: *const u8) -> [__m256i; 8] {
-    // SAFETY: 256 readable bytes at `q`.
-    std::array::from_fn(|r| unsafe { _mm256_loadu_si256(q.add(32 * r) as *const __m256i) })
-}
-
-/// The eight row sums (scale order) of [`rows_avx2`]'s rows against the 32 activation
-/// quants at `a` (`_a_sum` unused: no bias to take out).
+/// The eight row sums (scale order) of a record's rows as stored (32 quants each, one
+/// vector per row: `load_vectors::<8>`) against the 32 activation quants at `a`
+/// (`_a_sum` unused: no bias to take out).
 ///
 /// # Safety
 ///
@@ -78,7 +68,7 @@ pub(super) unsafe fn sums_avx2(rows: [__m256i; 8], a: *const u8, _a_sum: i32) ->
 pub(super) unsafe fn rows_biased(q: *const u8) -> [__m256i; 8] {
     let bias = _mm256_set1_epi8(i8::MIN);
     // SAFETY: 256 readable bytes at `q`.
-    unsafe { rows_avx2(q) }.map(|w| _mm256_xor_si256(w, bias))
+    unsafe { super::load_vectors::<8>(q) }.map(|w| _mm256_xor_si256(w, bias))
 }
 
 /// The eight row sums (scale order) of [`rows_biased`]'s rows against the 32
@@ -92,7 +82,7 @@ pub(super) unsafe fn rows_biased(q: *const u8) -> [__m256i; 8] {
 pub(super) unsafe fn sums_avx_vnni(rows: [__m256i; 8], a: *const u8, a_sum: i32) -> __m256i {
     // SAFETY: 32 readable bytes at `a`.
     let y = unsafe { _mm256_loadu_si256(a as *const __m256i) };
-    let s = rows.map(|w| _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), w, y));
+    let s = rows.map(|w| super::vnni::dpbusd_avx(_mm256_setzero_si256(), w, y));
     _mm256_sub_epi32(fold_rows(s), _mm256_set1_epi32(128 * a_sum))
 }
 

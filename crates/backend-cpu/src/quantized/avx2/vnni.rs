@@ -14,26 +14,32 @@ use super::{interleaved, q4_0_sums};
 use crate::isa::CpuFeatures;
 use crate::quantized::kernels::QuantKernels;
 
+/// `acc + Σ4 u · s` per i32 lane (u8 × i8, four consecutive bytes), AVX-VNNI.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avxvnni")]
+pub(super) fn dpbusd_avx(acc: __m256i, u: __m256i, s: __m256i) -> __m256i {
+    _mm256_dpbusd_avx_epi32(acc, u, s)
+}
+
+/// [`dpbusd_avx`] with the AVX-512 VNNI encoding (256-bit, VL).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+pub(super) fn dpbusd_avx512(acc: __m256i, u: __m256i, s: __m256i) -> __m256i {
+    _mm256_dpbusd_epi32(acc, u, s)
+}
+
 /// `lo · a_lo + hi · a_hi` (u8 × i8) in i32 lanes of four consecutive bytes, AVX-VNNI.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avxvnni")]
 fn avx_vnni_pair(lo: __m256i, a_lo: __m256i, hi: __m256i, a_hi: __m256i) -> __m256i {
-    _mm256_dpbusd_avx_epi32(
-        _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), lo, a_lo),
-        hi,
-        a_hi,
-    )
+    dpbusd_avx(dpbusd_avx(_mm256_setzero_si256(), lo, a_lo), hi, a_hi)
 }
 
 /// [`avx_vnni_pair`] with the AVX-512 VNNI encoding (256-bit, VL).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
 fn avx512_vnni_pair(lo: __m256i, a_lo: __m256i, hi: __m256i, a_hi: __m256i) -> __m256i {
-    _mm256_dpbusd_epi32(
-        _mm256_dpbusd_epi32(_mm256_setzero_si256(), lo, a_lo),
-        hi,
-        a_hi,
-    )
+    dpbusd_avx512(dpbusd_avx512(_mm256_setzero_si256(), lo, a_lo), hi, a_hi)
 }
 
 q4_0_sums!(
