@@ -70,7 +70,7 @@ fn check(qtype: QuantType, max_nmse: f64) {
         ..LoadOptions::default()
     };
     let model = Model::from_file(file, &options).unwrap();
-    // Q4_0 and Q4_K matrices run in the CPU's row-interleaved layouts where it has the
+    // Q4_0, Q8_0, Q4_K and Q6_K matrices run in the CPU's row-interleaved layouts where it has the
     // kernels: what is checked below is then that layout, prefill and decode.
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2")
@@ -92,6 +92,22 @@ fn check(qtype: QuantType, max_nmse: f64) {
                 want.base_format()
             );
         }
+        // Every Q6_K matrix `linear` reads (Q4_K_M's down projections of some layers,
+        // its output head) runs as Q6KR8.
+        let originals = model.weights().layers.iter().map(|l| &l.down);
+        let prepared = model.forward_weights().layers.iter().map(|l| &l.down);
+        let mut q6_k = 0;
+        for (prepared, original) in prepared.zip(originals) {
+            if original.tensor().dtype() == DType::Q6K {
+                assert_eq!(prepared.tensor().dtype(), DType::Q6KR8, "{qtype}");
+                q6_k += 1;
+            }
+        }
+        // Q4_K_M gives the last layer's down projection Q6_K (llama.cpp's mix).
+        assert!(
+            qtype != QuantType::Q4KM || q6_k > 0,
+            "no Q6_K down projection"
+        );
     }
     let vocab = model.config().vocab_size;
     let tokens: Vec<u32> = (0..40u32).map(|i| (i * 97 + 5) % vocab as u32).collect();

@@ -61,11 +61,16 @@ pub enum DType {
     /// (148 bytes per row and super-block): the CPU's decode and prefill layout, made at
     /// load, never stored in files. See `quant::interleaved_q4_k`.
     Q4KR8,
+    /// Q6_K with the rows interleaved in groups of eight (the same 210 bytes per row
+    /// and super-block, moved so that each 32-bit lane of a kernel's vector is one row):
+    /// the CPU's decode layout, made at load, never stored in files. See
+    /// `quant::interleaved_q6_k`.
+    Q6KR8,
 }
 
 impl DType {
     /// Every dtype, in declaration order.
-    pub const ALL: [DType; 22] = [
+    pub const ALL: [DType; 23] = [
         DType::F64,
         DType::F32,
         DType::F16,
@@ -88,6 +93,7 @@ impl DType {
         DType::Q4_0R8,
         DType::Q8_0R8,
         DType::Q4KR8,
+        DType::Q6KR8,
     ];
 
     /// Elements per storage unit: 1 for plain dtypes, 32 or 256 for block formats.
@@ -98,7 +104,7 @@ impl DType {
             DType::Q4_0 | DType::Q4_1 | DType::Q5_0 | DType::Q5_1 | DType::Q8_0 | DType::Q8_1 => 32,
             DType::Q4_0R8 | DType::Q8_0R8 => 32,
             DType::Q2K | DType::Q3K | DType::Q4K | DType::Q5K | DType::Q6K | DType::Q8K => 256,
-            DType::Q4KR8 => 256,
+            DType::Q4KR8 | DType::Q6KR8 => 256,
         }
     }
 
@@ -121,7 +127,7 @@ impl DType {
             DType::Q4K => 144,
             DType::Q4KR8 => 148,
             DType::Q5K => 176,
-            DType::Q6K => 210,
+            DType::Q6K | DType::Q6KR8 => 210,
             DType::Q8K => 292,
         }
     }
@@ -166,7 +172,12 @@ impl DType {
             DType::I32 => 26,
             DType::F64 => 28,
             DType::BF16 => 30,
-            DType::U32 | DType::U8 | DType::Q4_0R8 | DType::Q8_0R8 | DType::Q4KR8 => {
+            DType::U32
+            | DType::U8
+            | DType::Q4_0R8
+            | DType::Q8_0R8
+            | DType::Q4KR8
+            | DType::Q6KR8 => {
                 return None;
             }
         })
@@ -221,6 +232,7 @@ impl DType {
             DType::Q4_0R8 => "q4_0_r8",
             DType::Q8_0R8 => "q8_0_r8",
             DType::Q4KR8 => "q4_K_r8",
+            DType::Q6KR8 => "q6_K_r8",
         }
     }
 
@@ -229,7 +241,7 @@ impl DType {
     /// `block_len` and `block_bytes` are per row and block, averaged over the group.
     pub const fn row_group(self) -> usize {
         match self {
-            DType::Q4_0R8 | DType::Q8_0R8 | DType::Q4KR8 => 8,
+            DType::Q4_0R8 | DType::Q8_0R8 | DType::Q4KR8 | DType::Q6KR8 => 8,
             _ => 1,
         }
     }
@@ -241,6 +253,7 @@ impl DType {
             DType::Q4_0R8 => DType::Q4_0,
             DType::Q8_0R8 => DType::Q8_0,
             DType::Q4KR8 => DType::Q4K,
+            DType::Q6KR8 => DType::Q6K,
             other => other,
         }
     }
@@ -251,6 +264,7 @@ impl DType {
             DType::Q4_0 => Some(DType::Q4_0R8),
             DType::Q8_0 => Some(DType::Q8_0R8),
             DType::Q4K => Some(DType::Q4KR8),
+            DType::Q6K => Some(DType::Q6KR8),
             _ => None,
         }
     }

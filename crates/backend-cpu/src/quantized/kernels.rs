@@ -27,8 +27,9 @@ pub(crate) struct ActRow {
 }
 
 /// `out[r][i] = Σ_blocks w_i · acts[r]` for the eight rows `w_i` of one row-interleaved
-/// group ([`DType::Q4_0R8`], [`DType::Q8_0R8`], [`DType::Q4KR8`]) at `w`, `nb` records long, and
-/// `acts.len()` (1..=4) activation rows of the partner format (Q8_0, Q8_K).
+/// group ([`DType::Q4_0R8`], [`DType::Q8_0R8`], [`DType::Q4KR8`], [`DType::Q6KR8`]) at
+/// `w`, `nb` records long, and `acts.len()` (1..=4) activation rows of the partner
+/// format (Q8_0, Q8_K).
 ///
 /// Safety contract of every `GemmR8Fn`: the CPU has the features the table was built
 /// for; `w` points to `nb` readable records of the group (any alignment); each
@@ -48,11 +49,11 @@ pub(crate) struct QuantKernels {
     /// The activation quantizer.
     pub(crate) quantize: QuantizeFn,
     dots: [Option<DotFn>; 10],
-    interleaved: [GemmR8Fn; 3],
+    interleaved: [GemmR8Fn; 4],
 }
 
 /// The row-interleaved formats, in table order.
-const INTERLEAVED: [DType; 3] = [DType::Q4_0R8, DType::Q8_0R8, DType::Q4KR8];
+const INTERLEAVED: [DType; 4] = [DType::Q4_0R8, DType::Q8_0R8, DType::Q4KR8, DType::Q6KR8];
 
 /// The weight formats, in table order.
 const FORMATS: [DType; 10] = [
@@ -85,8 +86,9 @@ impl QuantKernels {
             .map(|i| self.interleaved[i])
     }
 
-    /// This table with the row-interleaved products replaced (Q4_0R8, Q8_0R8, Q4KR8).
-    pub(crate) fn with_interleaved(mut self, products: [GemmR8Fn; 3]) -> Self {
+    /// This table with the row-interleaved products replaced (Q4_0R8, Q8_0R8, Q4KR8,
+    /// Q6KR8).
+    pub(crate) fn with_interleaved(mut self, products: [GemmR8Fn; 4]) -> Self {
         self.interleaved = products;
         self
     }
@@ -184,6 +186,7 @@ pub(crate) const SCALAR: QuantKernels = QuantKernels {
         scalar_gemm_r8::<quant::BlockQ4_0>,
         scalar_gemm_r8::<quant::BlockQ8_0>,
         scalar_gemm_r8::<quant::BlockQ4K>,
+        scalar_gemm_r8::<quant::BlockQ6K>,
     ],
 };
 

@@ -4,11 +4,11 @@
 //!
 //! - One row (decode, GEMV): the row is quantized once and shared; tasks split the
 //!   weight rows, so the weights are read exactly once, in order.
-//! - Row-interleaved weights ([`tempra_tensor::DType::Q4_0R8`], `Q8_0R8`, `Q4KR8`, made
-//!   at load by [`crate::prepare`]), at every row count this module is given (Q8_0R8
-//!   only below `Products::dequant_gemm_rows`): tasks split the groups of eight rows;
-//!   each group is one sequential stream that one kernel call turns into eight outputs
-//!   for each of up to four input rows.
+//! - Row-interleaved weights ([`tempra_tensor::DType::Q4_0R8`], `Q8_0R8`, `Q4KR8`,
+//!   `Q6KR8`, made at load by [`crate::prepare`]), at every row count this module is
+//!   given (Q8_0R8 and Q6KR8 only below `Products::dequant_gemm_rows`): tasks split
+//!   the groups of eight rows; each group is one sequential stream that one kernel call
+//!   turns into eight outputs for each of up to four input rows.
 //! - Many rows (prefill, GEMM): every row is quantized once; tasks split the weight rows;
 //!   within a task, blocks of weight rows meet blocks of activation rows that fit in L2,
 //!   and each weight row is unpacked once per group of [`ROWS_PER_DOT`] activation rows.

@@ -197,7 +197,7 @@ fn interleaved_in_cache() {
     let (k, groups) = (2048usize, 32usize);
     // Every table this CPU runs but the portable one (AVX2, then its VNNI variants).
     for kernels in super::kernels::available_kernels().into_iter().skip(1) {
-        for dtype in [DType::Q4_0R8, DType::Q8_0R8, DType::Q4KR8] {
+        for dtype in [DType::Q4_0R8, DType::Q8_0R8, DType::Q4KR8, DType::Q6KR8] {
             let base = dtype.base_format();
             let act = vec_dot_dtype(base);
             let vals: Vec<f32> = (0..8 * groups * k)

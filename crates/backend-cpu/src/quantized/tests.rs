@@ -170,7 +170,7 @@ fn interleaved_products_match_the_reference_vec_dot() {
 
     let mut rng = SplitMix64::new(13);
     for table in tables() {
-        for dtype in [DType::Q4_0R8, DType::Q8_0R8, DType::Q4KR8] {
+        for dtype in [DType::Q4_0R8, DType::Q8_0R8, DType::Q4KR8, DType::Q6KR8] {
             let base = dtype.base_format();
             let act_dtype = vec_dot_dtype(base);
             let gemm = table.gemm_r8(dtype).unwrap();

@@ -4,8 +4,9 @@
 //! decode on Zen 3, 1.2x for Q8_0 on an AVX-512 Xeon), and unpacks each weight block
 //! once for several activation rows (prefill). The functions here are written for any
 //! 32-value format whose block is an f16 scale then quants.
-//! [`DType::Q4KR8`] has its own record layout (`interleaved_q4_k`); `interleave_rows`
-//! and `deinterleave_rows` take either.
+//! [`DType::Q4KR8`] and [`DType::Q6KR8`] have their own record layouts
+//! (`interleaved_q4_k`, `interleaved_q6_k`); `interleave_rows` and `deinterleave_rows`
+//! take any of them.
 //!
 //! Layout of an `[N, K]` tensor (`N` a multiple of 8, `nb = K / 32` blocks per row): for
 //! each group `g` of rows `8g..8g + 8` and each block column `b`, a record of
@@ -46,7 +47,7 @@ fn check(
         return Err(TensorError::DType {
             op,
             dtype,
-            what: "a row-interleaved block format (q4_0_r8, q8_0_r8, q4_K_r8)",
+            what: "a row-interleaved block format (q4_0_r8, q8_0_r8, q4_K_r8, q6_K_r8)",
         });
     }
     let base = dtype.base_format();
@@ -98,8 +99,10 @@ fn places(r: usize, block_bytes: usize) -> (Range<usize>, Range<usize>) {
 /// Writes row `r`'s (0..8) block of the base format of `dtype` (`block`, as GGUF stores
 /// it) into its places in `record`, one record of `dtype` (`8 · block_bytes` bytes).
 pub fn put_block(dtype: DType, r: usize, block: &[u8], record: &mut [u8]) {
-    if dtype == DType::Q4KR8 {
-        return super::interleaved_q4_k::put_block(r, block, record);
+    match dtype {
+        DType::Q4KR8 => return super::interleaved_q4_k::put_block(r, block, record),
+        DType::Q6KR8 => return super::interleaved_q6_k::put_block(r, block, record),
+        _ => {}
     }
     let (scale, quants) = places(r, block.len());
     record[scale].copy_from_slice(&block[..2]);
@@ -109,8 +112,10 @@ pub fn put_block(dtype: DType, r: usize, block: &[u8], record: &mut [u8]) {
 /// Reads row `r`'s (0..8) block of the base format of `dtype` back out of `record`, one
 /// record of `dtype`, into `block` (the base format's block size).
 pub fn get_block(dtype: DType, r: usize, record: &[u8], block: &mut [u8]) {
-    if dtype == DType::Q4KR8 {
-        return super::interleaved_q4_k::get_block(r, record, block);
+    match dtype {
+        DType::Q4KR8 => return super::interleaved_q4_k::get_block(r, record, block),
+        DType::Q6KR8 => return super::interleaved_q6_k::get_block(r, record, block),
+        _ => {}
     }
     let (scale, quants) = places(r, block.len());
     block[..2].copy_from_slice(&record[scale]);
@@ -268,6 +273,40 @@ mod tests {
         // Chunk 2, step 5: quant bytes 64 + 20 .. 64 + 24 of the row at lane 3.
         let q = record + qs_offset(2, 5) + 4 * 3;
         assert_eq!(&packed[q..q + 4], &block[16 + 64 + 20..16 + 64 + 24]);
+    }
+
+    #[test]
+    fn q6_k_round_trips_with_lane_per_row_steps() {
+        use crate::quant::interleaved_q6_k::{D, RECORD, SCALES, step_offset};
+        let (rows, k) = (16, 512);
+        let vals: Vec<f32> = (0..rows * k)
+            .map(|i| ((i * 7919) % 113) as f32 / 40.0 - 1.3 + (i / 97 % 5) as f32)
+            .collect();
+        let mut plain = vec![0u8; DType::Q6K.bytes_for(rows * k).unwrap()];
+        quantize_row(DType::Q6K, &vals, &mut plain).unwrap();
+        let mut packed = vec![0u8; DType::Q6KR8.bytes_for(rows * k).unwrap()];
+        assert_eq!(packed.len(), plain.len());
+        interleave_rows(DType::Q6KR8, rows, k, &plain, &mut packed).unwrap();
+        assert_ne!(packed, plain);
+        let mut back = vec![0u8; plain.len()];
+        deinterleave_rows(DType::Q6KR8, rows, k, &packed, &mut back).unwrap();
+        assert_eq!(back, plain);
+        // Row 13 (group 1, lane 5), super-block 1.
+        let block = &plain[(13 * 2 + 1) * 210..(13 * 2 + 2) * 210];
+        let record = (2 + 1) * RECORD;
+        assert_eq!(&packed[record + D + 10..record + D + 12], &block[208..210]);
+        for s in 0..16 {
+            assert_eq!(
+                packed[record + SCALES + 8 * s + 5],
+                block[192 + s],
+                "scale {s}"
+            );
+        }
+        // Half 1, step 6: low bits ql[64 + 24..], ql[64 + 32 + 24..], high bits qh[32 + 24..].
+        let at = record + step_offset(1, 6) + 4 * 5;
+        assert_eq!(&packed[at..at + 4], &block[88..92]);
+        assert_eq!(&packed[at + 32..at + 36], &block[120..124]);
+        assert_eq!(&packed[at + 64..at + 68], &block[128 + 56..128 + 60]);
     }
 
     #[test]

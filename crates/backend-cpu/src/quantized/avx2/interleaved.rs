@@ -28,7 +28,10 @@ use tempra_tensor::quant::SCALE_ROW_ORDER;
 
 use tempra_tensor::DType;
 
-use super::{load_vectors, q4_0_eight_row_sums, q4_k_sums, q8_0_sums, rows_dispatch, vnni};
+use super::{
+    Q8K_BSUMS, Q8K_BYTES, Q8K_QS, load_vectors, q4_0_eight_row_sums, q4_k_sums, q8_0_sums,
+    rows_dispatch, vnni,
+};
 use crate::quantized::kernels::{ActRow, GemmR8Fn};
 
 /// Q4_0R8 weights × one to four Q8_0 activation rows.
@@ -80,7 +83,7 @@ const PREFETCH_BYTES: usize = 4096;
 /// (`tempra bench -p 0 -n 32 -r 2`, two pairs): Q4_K_M 18.3–18.6 → 19.1–19.2 tok/s at
 /// one thread, 34.7–35.3 → 36.0–36.8 at two; Q4_0 +3–4 %; Q8_0 unchanged.
 #[inline(always)]
-fn prefetch_ahead<const LINES: usize>(p: *const u8) {
+pub(super) fn prefetch_ahead<const LINES: usize>(p: *const u8) {
     for line in 0..LINES {
         // SAFETY: a prefetch is only a hint and never dereferences; `wrapping_add`
         // keeps the pointer arithmetic defined even past the allocation.
@@ -187,11 +190,6 @@ legacy_r8_kernel!(
     q8_0_sums::row_pairs_biased,
     q8_0_sums::sums_avx512_vnni
 );
-
-/// Q8_K block layout: `d: f32`, `qs: [i8; 256]`, `bsums: [i16; 16]`.
-const Q8K_BYTES: usize = 292;
-const Q8K_QS: usize = 4;
-const Q8K_BSUMS: usize = 260;
 
 /// Defines a Q4_KR8 × Q8_K product `$name::<R>` compiled with `$features`: `$step(acc,
 /// q, a)` adds a step's u8 × i8 products into a sub-block accumulator (`$add` joins two

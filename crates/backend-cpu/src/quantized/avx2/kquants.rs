@@ -12,7 +12,7 @@
 
 use std::arch::x86_64::*;
 
-use super::{fp16, hsum, rows, rows_dispatch};
+use super::{Q8K_BSUMS, Q8K_BYTES, Q8K_QS, fp16, hsum, rows, rows_dispatch};
 use crate::quantized::kernels::DotFn;
 
 /// Q2_K × Q8_K.
@@ -26,15 +26,11 @@ pub(super) const DOT_Q5_K: DotFn = rows_dispatch!(dot_q5_k);
 /// Q6_K × Q8_K.
 pub(super) const DOT_Q6_K: DotFn = rows_dispatch!(dot_q6_k);
 
-const Q8K_BYTES: usize = 292;
-
 /// How far ahead of the current super-block the weight row is prefetched: the one-row
 /// kernels compute long enough per block that the hardware prefetcher alone leaves the
 /// stream waiting (2048 × 5632 from memory, 1 thread: Q4_K 8.8 → 11.5 GB/s, Q6_K 8.1 →
 /// 11.0 with 4 KiB; 1 KiB and 8 KiB measured lower).
 const PREFETCH_BYTES: usize = 4096;
-const Q8K_QS: usize = 4;
-const Q8K_BSUMS: usize = 260;
 
 /// `SHUFFLE_K4[i]`: a byte shuffle that broadcasts 16-bit lane `i` (of 8) to all lanes
 /// of each 128-bit half.

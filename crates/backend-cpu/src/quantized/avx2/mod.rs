@@ -9,6 +9,7 @@ mod interleaved;
 mod kquants;
 mod legacy;
 mod q4_k_sums;
+mod q6_k_r8;
 mod q8_0_sums;
 mod quantize;
 mod vnni;
@@ -20,6 +21,14 @@ use std::arch::x86_64::*;
 use tempra_tensor::DType;
 
 use super::kernels::QuantKernels;
+
+/// Bytes of a Q8_K block (the K-quants' activations): `d: f32`, `qs: [i8; 256]`,
+/// `bsums: [i16; 16]` (sums of 16 consecutive `qs`).
+const Q8K_BYTES: usize = 292;
+/// Offset of a Q8_K block's `qs`.
+const Q8K_QS: usize = 4;
+/// Offset of a Q8_K block's `bsums`.
+const Q8K_BSUMS: usize = 260;
 
 /// Whether this CPU runs the kernels here.
 pub(crate) fn detected() -> bool {
@@ -54,6 +63,7 @@ pub(crate) fn table(base: QuantKernels) -> QuantKernels {
         interleaved::GEMM_Q4_0_R8,
         interleaved::GEMM_Q8_0_R8,
         interleaved::GEMM_Q4_K_R8,
+        q6_k_r8::GEMM_Q6_K_R8,
     ])
 }
 

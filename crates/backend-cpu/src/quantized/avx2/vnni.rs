@@ -10,7 +10,7 @@
 
 use std::arch::x86_64::*;
 
-use super::{interleaved, q4_0_sums};
+use super::{interleaved, q4_0_sums, q6_k_r8};
 use crate::isa::CpuFeatures;
 use crate::quantized::kernels::QuantKernels;
 
@@ -86,6 +86,7 @@ pub(crate) fn table(base: QuantKernels, vnni: Vnni) -> Option<QuantKernels> {
                 interleaved::GEMM_Q4_0_R8_AVX_VNNI,
                 interleaved::GEMM_Q8_0_R8_AVX_VNNI,
                 interleaved::GEMM_Q4_K_R8_AVX_VNNI,
+                q6_k_r8::GEMM_Q6_K_R8_AVX_VNNI,
             ],
         ),
         Vnni::Avx512 => (
@@ -94,6 +95,7 @@ pub(crate) fn table(base: QuantKernels, vnni: Vnni) -> Option<QuantKernels> {
                 interleaved::GEMM_Q4_0_R8_AVX512_VNNI,
                 interleaved::GEMM_Q8_0_R8_AVX512_VNNI,
                 interleaved::GEMM_Q4_K_R8_AVX512_VNNI,
+                q6_k_r8::GEMM_Q6_K_R8_AVX512_VNNI,
             ],
         ),
     };

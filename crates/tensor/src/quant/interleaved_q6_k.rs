@@ -1,0 +1,85 @@
+//! The row-interleaved Q6_K layout [`DType::Q6KR8`]: for each group of eight rows and
+//! each super-block column, one record of 1680 bytes (8 × 210, Q6_K's own size: the
+//! bytes are only moved). As in `interleaved_q4_k`, 32-bit lane `l` of a kernel's
+//! vectors belongs to row `l`:
+//!
+//! | bytes | contents |
+//! | --- | --- |
+//! | 0..16 | the eight rows' `d` (f16), rows in order |
+//! | 16..144 | per 16-value sub-block `s` (0..16): 8 bytes, the eight rows' i8 scales |
+//! | 144..1680 | per half `n` (0..2) and step `t` (0..8): 96 bytes, three runs of 32 (below) |
+//!
+//! Step `t` of half `n` covers, for each row, the four value positions `l = 4t..4t + 4`
+//! of that half and their companions `l + 32`, `l + 64`, `l + 96` (Q6_K's own grouping:
+//! one low-bits byte holds values `l` and `l + 64`, one high-bits byte holds the top two
+//! bits of all four):
+//!
+//! - `+0`: row `r`'s `ql[64n + 4t ..][..4]` at `4r` (low nibbles: values `l`, high
+//!   nibbles: values `l + 64`);
+//! - `+32`: row `r`'s `ql[64n + 32 + 4t ..][..4]` (values `l + 32` and `l + 96`);
+//! - `+64`: row `r`'s `qh[32n + 4t ..][..4]` (bit pairs 0, 2, 4, 6: values `l`,
+//!   `l + 32`, `l + 64`, `l + 96`).
+//!
+//! So one step yields four vectors of four 6-bit values per row, each against a 4-byte
+//! activation run broadcast to every lane, and every run of four steps (`t = 4h..4h +
+//! 4`) completes four 16-value sub-blocks (`8n + h + 2i`, `i` = 0..4) for all eight rows:
+//! no shuffles and no horizontal sums, and the steps are read in address order.
+//!
+//! [`DType::Q6KR8`]: crate::DType::Q6KR8
+
+/// Bytes of one record (eight rows, one super-block column).
+pub const RECORD: usize = 1680;
+/// Offset of the `d` values.
+pub const D: usize = 0;
+/// Offset of the per-sub-block scales.
+pub const SCALES: usize = 16;
+/// Offset of the quant steps.
+pub const QS: usize = 144;
+
+/// Offsets inside a Q6_K block (210 bytes): low bits, high bits, scales, `d`.
+const QL: usize = 0;
+const QH: usize = 128;
+const SC: usize = 192;
+const DD: usize = 208;
+
+/// Offset of step `t` (0..8) of half `n` (0..2): its low-bits runs at `+0` and `+32`,
+/// its high-bits run at `+64`.
+pub const fn step_offset(n: usize, t: usize) -> usize {
+    QS + (8 * n + t) * 96
+}
+
+/// The `(record offset, block offset)` of each 4-byte quant run of row `r`.
+fn quant_runs(r: usize) -> impl Iterator<Item = (usize, usize)> {
+    (0..2).flat_map(move |n| {
+        (0..8).flat_map(move |t| {
+            let at = step_offset(n, t) + 4 * r;
+            [
+                (at, QL + 64 * n + 4 * t),
+                (at + 32, QL + 64 * n + 32 + 4 * t),
+                (at + 64, QH + 32 * n + 4 * t),
+            ]
+        })
+    })
+}
+
+/// Writes row `r`'s (0..8) Q6_K block (210 bytes) into its places in `record`.
+pub(crate) fn put_block(r: usize, block: &[u8], record: &mut [u8]) {
+    record[D + 2 * r..D + 2 * r + 2].copy_from_slice(&block[DD..DD + 2]);
+    for s in 0..16 {
+        record[SCALES + 8 * s + r] = block[SC + s];
+    }
+    for (at, from) in quant_runs(r) {
+        record[at..at + 4].copy_from_slice(&block[from..from + 4]);
+    }
+}
+
+/// Reads row `r`'s (0..8) Q6_K block (210 bytes) back out of `record`.
+pub(crate) fn get_block(r: usize, record: &[u8], block: &mut [u8]) {
+    block[DD..DD + 2].copy_from_slice(&record[D + 2 * r..D + 2 * r + 2]);
+    for s in 0..16 {
+        block[SC + s] = record[SCALES + 8 * s + r];
+    }
+    for (at, to) in quant_runs(r) {
+        block[to..to + 4].copy_from_slice(&record[at..at + 4]);
+    }
+}
