@@ -48,18 +48,19 @@ pub const fn step_offset(n: usize, t: usize) -> usize {
     QS + (8 * n + t) * 96
 }
 
-/// The `(record offset, block offset)` of each 4-byte quant run of row `r`.
-fn quant_runs(r: usize) -> impl Iterator<Item = (usize, usize)> {
-    (0..2).flat_map(move |n| {
-        (0..8).flat_map(move |t| {
+/// Calls `f(record offset, block offset)` for each 4-byte quant run of row `r` (plain
+/// loops: an iterator chain here did not inline and was 2.4 % of a 1b Q4_K_M prefill,
+/// which gathers Q6KR8 blocks back for its dequantizing GEMM).
+#[inline]
+fn for_each_quant_run(r: usize, mut f: impl FnMut(usize, usize)) {
+    for n in 0..2 {
+        for t in 0..8 {
             let at = step_offset(n, t) + 4 * r;
-            [
-                (at, QL + 64 * n + 4 * t),
-                (at + 32, QL + 64 * n + 32 + 4 * t),
-                (at + 64, QH + 32 * n + 4 * t),
-            ]
-        })
-    })
+            f(at, QL + 64 * n + 4 * t);
+            f(at + 32, QL + 64 * n + 32 + 4 * t);
+            f(at + 64, QH + 32 * n + 4 * t);
+        }
+    }
 }
 
 /// Writes row `r`'s (0..8) Q6_K block (210 bytes) into its places in `record`.
@@ -68,9 +69,9 @@ pub(crate) fn put_block(r: usize, block: &[u8], record: &mut [u8]) {
     for s in 0..16 {
         record[SCALES + 8 * s + r] = block[SC + s];
     }
-    for (at, from) in quant_runs(r) {
+    for_each_quant_run(r, |at, from| {
         record[at..at + 4].copy_from_slice(&block[from..from + 4]);
-    }
+    });
 }
 
 /// Reads row `r`'s (0..8) Q6_K block (210 bytes) back out of `record`.
@@ -79,7 +80,7 @@ pub(crate) fn get_block(r: usize, record: &[u8], block: &mut [u8]) {
     for s in 0..16 {
         block[SC + s] = record[SCALES + 8 * s + r];
     }
-    for (at, to) in quant_runs(r) {
+    for_each_quant_run(r, |at, to| {
         block[to..to + 4].copy_from_slice(&record[at..at + 4]);
-    }
+    });
 }
