@@ -1,14 +1,15 @@
-//! `Backend::prepare_weight` on the CPU: Q4_0, Q8_0, Q4_K and Q6_K weights are copied
-//! once, at load, into the row-interleaved layouts
+//! `Backend::prepare_weight` on the CPU: Q4_0, Q8_0, Q4_K, Q5_K and Q6_K weights are
+//! copied once, at load, into the row-interleaved layouts
 //! [`DType::Q4_0R8`](tempra_tensor::DType::Q4_0R8),
 //! [`DType::Q8_0R8`](tempra_tensor::DType::Q8_0R8),
-//! [`DType::Q4KR8`](tempra_tensor::DType::Q4KR8) and
+//! [`DType::Q4KR8`](tempra_tensor::DType::Q4KR8),
+//! [`DType::Q5KR8`](tempra_tensor::DType::Q5KR8) and
 //! [`DType::Q6KR8`](tempra_tensor::DType::Q6KR8), which the eight-row kernels read as
 //! one stream for decode (on the AVX-512 Xeon from memory at 1 thread: Q8_0 12.1 → 14.5
-//! GB/s, Q6_K 11.9 → 13.5) and, for Q4_0R8 and Q4KR8, unpack once per four activation
-//! rows for prefill (int8 at every row count: 512 × 2048 × 2048 at 1 thread, Q4_0 111
-//! against 53 GFLOP/s dequantized, Q4_K 74 against 49; Q8_0R8 and Q6KR8 prefill is
-//! dequantized while packing).
+//! GB/s, Q6_K 11.9 → 13.5, Q5_K 11.1–11.3 → 13.0–13.5) and, for Q4_0R8, Q4KR8 and
+//! Q5KR8, unpack once per four activation rows for prefill (int8 at every row count:
+//! 512 × 2048 × 2048 at 1 thread, Q4_0 111 against 53 GFLOP/s dequantized, Q4_K 74
+//! against 49; Q8_0R8 and Q6KR8 prefill is dequantized while packing).
 //! Other formats are kept.
 //!
 //! Measured with `cargo test --release -p tempra-backend-cpu --lib

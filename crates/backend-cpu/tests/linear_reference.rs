@@ -158,14 +158,14 @@ fn quantized_prefill_tile_edges() {
 
 #[test]
 fn prepared_weights_give_the_same_products() {
-    // `prepare_weight` interleaves Q4_0, Q8_0, Q4_K and Q6_K rows in groups of eight
-    // where the ISA has the kernels; the product must not change: against the reference
-    // (which reads the interleaved layout through its own de-interleave, bit for bit as
-    // the original) and equal across thread counts. 40 rows take the prefill path
-    // (integer products for Q4_0R8 and Q4KR8, the dequantizing GEMM for Q8_0R8 and
-    // Q6KR8).
+    // `prepare_weight` interleaves Q4_0, Q8_0, Q4_K, Q5_K and Q6_K rows in groups of
+    // eight where the ISA has the kernels; the product must not change: against the
+    // reference (which reads the interleaved layout through its own de-interleave, bit
+    // for bit as the original) and equal across thread counts. 40 rows take the prefill
+    // path (integer products for Q4_0R8, Q4KR8 and Q5KR8, the dequantizing GEMM for
+    // Q8_0R8 and Q6KR8).
     let reference = ExecContext::reference();
-    for dtype in [DType::Q4_0, DType::Q8_0, DType::Q4K, DType::Q6K] {
+    for dtype in [DType::Q4_0, DType::Q8_0, DType::Q4K, DType::Q5K, DType::Q6K] {
         for (n, k) in [(8, 256), (24, 512), (264, 512)] {
             let w = quantized_tensor(&reference, &normal(n * k, n as u64), n, k, dtype);
             let bias = float_tensor(&normal(n, 3), &[n], DType::F32);
@@ -227,7 +227,7 @@ fn prepare_keeps_weights_it_cannot_interleave() {
         // strided view: all kept.
         let odd = quantized_tensor(&reference, &normal(12 * 64, 1), 12, 64, DType::Q4_0);
         assert!(ctx.prepare_weight(&odd).unwrap().is_none(), "{name}");
-        for other in [DType::Q5_0, DType::Q5K, DType::Q3K] {
+        for other in [DType::Q5_0, DType::Q2K, DType::Q3K] {
             let w = quantized_tensor(&reference, &normal(16 * 256, 2), 16, 256, other);
             assert!(ctx.prepare_weight(&w).unwrap().is_none(), "{name} {other}");
         }

@@ -70,8 +70,9 @@ fn check(qtype: QuantType, max_nmse: f64) {
         ..LoadOptions::default()
     };
     let model = Model::from_file(file, &options).unwrap();
-    // Q4_0, Q8_0, Q4_K and Q6_K matrices run in the CPU's row-interleaved layouts where it has the
-    // kernels: what is checked below is then that layout, prefill and decode.
+    // Q4_0, Q8_0, Q4_K, Q5_K and Q6_K matrices run in the CPU's row-interleaved layouts
+    // where it has the kernels: what is checked below is then that layout, prefill and
+    // decode.
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2")
         && std::arch::is_x86_feature_detected!("fma")
@@ -83,6 +84,7 @@ fn check(qtype: QuantType, max_nmse: f64) {
             QuantType::Q4_0 => Some(DType::Q4_0R8),
             QuantType::Q8_0 => Some(DType::Q8_0R8),
             QuantType::Q4KM => Some(DType::Q4KR8),
+            QuantType::Q5KM => Some(DType::Q5KR8),
             _ => None,
         };
         if let Some(want) = want {
@@ -103,9 +105,9 @@ fn check(qtype: QuantType, max_nmse: f64) {
                 q6_k += 1;
             }
         }
-        // Q4_K_M gives the last layer's down projection Q6_K (llama.cpp's mix).
+        // Q4_K_M and Q5_K_M give the last layer's down projection Q6_K (llama.cpp's mix).
         assert!(
-            qtype != QuantType::Q4KM || q6_k > 0,
+            !matches!(qtype, QuantType::Q4KM | QuantType::Q5KM) || q6_k > 0,
             "no Q6_K down projection"
         );
     }
@@ -206,4 +208,9 @@ fn q4_0_matches_its_dequantized_reference() {
 #[test]
 fn q4_k_m_matches_its_dequantized_reference() {
     check(QuantType::Q4KM, 1.5e-3);
+}
+
+#[test]
+fn q5_k_m_matches_its_dequantized_reference() {
+    check(QuantType::Q5KM, 1.5e-3);
 }

@@ -66,11 +66,16 @@ pub enum DType {
     /// the CPU's decode layout, made at load, never stored in files. See
     /// `quant::interleaved_q6_k`.
     Q6KR8,
+    /// Q5_K with the rows interleaved in groups of eight and the 6-bit scales unpacked
+    /// (180 bytes per row and super-block), as [`DType::Q4KR8`] plus the fifth bits:
+    /// the CPU's decode layout, made at load, never stored in files. See
+    /// `quant::interleaved_q5_k`.
+    Q5KR8,
 }
 
 impl DType {
     /// Every dtype, in declaration order.
-    pub const ALL: [DType; 23] = [
+    pub const ALL: [DType; 24] = [
         DType::F64,
         DType::F32,
         DType::F16,
@@ -94,6 +99,7 @@ impl DType {
         DType::Q8_0R8,
         DType::Q4KR8,
         DType::Q6KR8,
+        DType::Q5KR8,
     ];
 
     /// Elements per storage unit: 1 for plain dtypes, 32 or 256 for block formats.
@@ -104,7 +110,7 @@ impl DType {
             DType::Q4_0 | DType::Q4_1 | DType::Q5_0 | DType::Q5_1 | DType::Q8_0 | DType::Q8_1 => 32,
             DType::Q4_0R8 | DType::Q8_0R8 => 32,
             DType::Q2K | DType::Q3K | DType::Q4K | DType::Q5K | DType::Q6K | DType::Q8K => 256,
-            DType::Q4KR8 | DType::Q6KR8 => 256,
+            DType::Q4KR8 | DType::Q5KR8 | DType::Q6KR8 => 256,
         }
     }
 
@@ -126,6 +132,7 @@ impl DType {
             DType::Q3K => 110,
             DType::Q4K => 144,
             DType::Q4KR8 => 148,
+            DType::Q5KR8 => 180,
             DType::Q5K => 176,
             DType::Q6K | DType::Q6KR8 => 210,
             DType::Q8K => 292,
@@ -177,6 +184,7 @@ impl DType {
             | DType::Q4_0R8
             | DType::Q8_0R8
             | DType::Q4KR8
+            | DType::Q5KR8
             | DType::Q6KR8 => {
                 return None;
             }
@@ -233,6 +241,7 @@ impl DType {
             DType::Q8_0R8 => "q8_0_r8",
             DType::Q4KR8 => "q4_K_r8",
             DType::Q6KR8 => "q6_K_r8",
+            DType::Q5KR8 => "q5_K_r8",
         }
     }
 
@@ -241,7 +250,7 @@ impl DType {
     /// `block_len` and `block_bytes` are per row and block, averaged over the group.
     pub const fn row_group(self) -> usize {
         match self {
-            DType::Q4_0R8 | DType::Q8_0R8 | DType::Q4KR8 | DType::Q6KR8 => 8,
+            DType::Q4_0R8 | DType::Q8_0R8 | DType::Q4KR8 | DType::Q5KR8 | DType::Q6KR8 => 8,
             _ => 1,
         }
     }
@@ -253,6 +262,7 @@ impl DType {
             DType::Q4_0R8 => DType::Q4_0,
             DType::Q8_0R8 => DType::Q8_0,
             DType::Q4KR8 => DType::Q4K,
+            DType::Q5KR8 => DType::Q5K,
             DType::Q6KR8 => DType::Q6K,
             other => other,
         }
@@ -264,6 +274,7 @@ impl DType {
             DType::Q4_0 => Some(DType::Q4_0R8),
             DType::Q8_0 => Some(DType::Q8_0R8),
             DType::Q4K => Some(DType::Q4KR8),
+            DType::Q5K => Some(DType::Q5KR8),
             DType::Q6K => Some(DType::Q6KR8),
             _ => None,
         }

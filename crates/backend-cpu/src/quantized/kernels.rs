@@ -27,8 +27,8 @@ pub(crate) struct ActRow {
 }
 
 /// `out[r][i] = Σ_blocks w_i · acts[r]` for the eight rows `w_i` of one row-interleaved
-/// group ([`DType::Q4_0R8`], [`DType::Q8_0R8`], [`DType::Q4KR8`], [`DType::Q6KR8`]) at
-/// `w`, `nb` records long, and `acts.len()` (1..=4) activation rows of the partner
+/// group ([`DType::Q4_0R8`], [`DType::Q8_0R8`], [`DType::Q4KR8`], [`DType::Q5KR8`],
+/// [`DType::Q6KR8`]) at `w`, `nb` records long, and `acts.len()` (1..=4) activation rows of the partner
 /// format (Q8_0, Q8_K).
 ///
 /// Safety contract of every `GemmR8Fn`: the CPU has the features the table was built
@@ -49,11 +49,17 @@ pub(crate) struct QuantKernels {
     /// The activation quantizer.
     pub(crate) quantize: QuantizeFn,
     dots: [Option<DotFn>; 10],
-    interleaved: [GemmR8Fn; 4],
+    interleaved: [GemmR8Fn; 5],
 }
 
 /// The row-interleaved formats, in table order.
-const INTERLEAVED: [DType; 4] = [DType::Q4_0R8, DType::Q8_0R8, DType::Q4KR8, DType::Q6KR8];
+pub(crate) const INTERLEAVED: [DType; 5] = [
+    DType::Q4_0R8,
+    DType::Q8_0R8,
+    DType::Q4KR8,
+    DType::Q5KR8,
+    DType::Q6KR8,
+];
 
 /// The weight formats, in table order.
 const FORMATS: [DType; 10] = [
@@ -87,8 +93,8 @@ impl QuantKernels {
     }
 
     /// This table with the row-interleaved products replaced (Q4_0R8, Q8_0R8, Q4KR8,
-    /// Q6KR8).
-    pub(crate) fn with_interleaved(mut self, products: [GemmR8Fn; 4]) -> Self {
+    /// Q5KR8, Q6KR8).
+    pub(crate) fn with_interleaved(mut self, products: [GemmR8Fn; 5]) -> Self {
         self.interleaved = products;
         self
     }
@@ -186,6 +192,7 @@ pub(crate) const SCALAR: QuantKernels = QuantKernels {
         scalar_gemm_r8::<quant::BlockQ4_0>,
         scalar_gemm_r8::<quant::BlockQ8_0>,
         scalar_gemm_r8::<quant::BlockQ4K>,
+        scalar_gemm_r8::<quant::BlockQ5K>,
         scalar_gemm_r8::<quant::BlockQ6K>,
     ],
 };

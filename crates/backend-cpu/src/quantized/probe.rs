@@ -77,7 +77,7 @@ fn prefill_int8_vs_dequantized_gemm() {
         &[m, k],
     )
     .unwrap();
-    for dtype in probe_formats(&[DType::Q4_0, DType::Q8_0, DType::Q4K, DType::Q6K]) {
+    for dtype in probe_formats(&[DType::Q4_0, DType::Q8_0, DType::Q4K, DType::Q5K, DType::Q6K]) {
         let bytes = weight_bytes(dtype, n, k);
         let mut storage = Storage::owned_zeroed(bytes.len()).unwrap();
         storage.host_bytes_mut().unwrap()[..bytes.len()].copy_from_slice(&bytes);
@@ -139,7 +139,14 @@ fn decode_gemv_out_of_cache() {
         &[1, k],
     )
     .unwrap();
-    for dtype in probe_formats(&[DType::F16, DType::Q4_0, DType::Q8_0, DType::Q4K, DType::Q6K]) {
+    for dtype in probe_formats(&[
+        DType::F16,
+        DType::Q4_0,
+        DType::Q8_0,
+        DType::Q4K,
+        DType::Q5K,
+        DType::Q6K,
+    ]) {
         let bytes = weight_bytes(dtype, n, k);
         // Several copies so the weights stream from memory, as in decode: three times the
         // last-level cache by default (a fixed 12 stayed partly in a 260 MB L3), as
@@ -197,7 +204,7 @@ fn interleaved_in_cache() {
     let (k, groups) = (2048usize, 32usize);
     // Every table this CPU runs but the portable one (AVX2, then its VNNI variants).
     for kernels in super::kernels::available_kernels().into_iter().skip(1) {
-        for dtype in [DType::Q4_0R8, DType::Q8_0R8, DType::Q4KR8, DType::Q6KR8] {
+        for dtype in super::kernels::INTERLEAVED {
             let base = dtype.base_format();
             let act = vec_dot_dtype(base);
             let vals: Vec<f32> = (0..8 * groups * k)

@@ -44,8 +44,9 @@ pub(crate) struct EngineArgs {
     /// Where the model runs.
     #[arg(long, value_enum, default_value = "cpu")]
     pub(crate) backend: BackendArg,
-    /// Keep the weights in the file's layout (by default the CPU copies Q4_0/Q8_0/Q4_K/Q6_K
-    /// matrices at load into rows interleaved by eight, for faster decode and prefill).
+    /// Keep the weights in the file's layout (by default the CPU copies
+    /// Q4_0/Q8_0/Q4_K/Q5_K/Q6_K matrices at load into rows interleaved by eight, for
+    /// faster decode and prefill).
     #[arg(long = "no-repack")]
     pub(crate) no_repack: bool,
 }

@@ -55,9 +55,9 @@ pub struct LoadOptions {
     /// The backend.
     pub backend: BackendKind,
     /// Let the backend copy the matrices into the layout its `linear` reads fastest
-    /// (see [`ModelWeights::prepare_for_linear`]; on the CPU Q4_0, Q8_0, Q4_K and Q6_K
-    /// rows interleaved by eight, about 2x the decode GEMV's read bandwidth). Default
-    /// true; the copy replaces those weights' file pages in memory.
+    /// (see [`ModelWeights::prepare_for_linear`]; on the CPU Q4_0, Q8_0 and K-quant Q4_K,
+    /// Q5_K, Q6_K rows interleaved by eight, about 2x the decode GEMV's read bandwidth).
+    /// Default true; the copy replaces those weights' file pages in memory.
     pub prepare_weights: bool,
 }
 

@@ -4,9 +4,9 @@
 //! decode on Zen 3, 1.2x for Q8_0 on an AVX-512 Xeon), and unpacks each weight block
 //! once for several activation rows (prefill). The functions here are written for any
 //! 32-value format whose block is an f16 scale then quants.
-//! [`DType::Q4KR8`] and [`DType::Q6KR8`] have their own record layouts
-//! (`interleaved_q4_k`, `interleaved_q6_k`); `interleave_rows` and `deinterleave_rows`
-//! take any of them.
+//! [`DType::Q4KR8`], [`DType::Q5KR8`] and [`DType::Q6KR8`] have their own record
+//! layouts (`interleaved_q4_k`, `interleaved_q5_k`, `interleaved_q6_k`);
+//! `interleave_rows` and `deinterleave_rows` take any of them.
 //!
 //! Layout of an `[N, K]` tensor (`N` a multiple of 8, `nb = K / 32` blocks per row): for
 //! each group `g` of rows `8g..8g + 8` and each block column `b`, a record of
@@ -47,7 +47,7 @@ fn check(
         return Err(TensorError::DType {
             op,
             dtype,
-            what: "a row-interleaved block format (q4_0_r8, q8_0_r8, q4_K_r8, q6_K_r8)",
+            what: "a row-interleaved block format (q4_0_r8, q8_0_r8, q4_K_r8, q5_K_r8, q6_K_r8)",
         });
     }
     let base = dtype.base_format();
@@ -101,6 +101,7 @@ fn places(r: usize, block_bytes: usize) -> (Range<usize>, Range<usize>) {
 pub fn put_block(dtype: DType, r: usize, block: &[u8], record: &mut [u8]) {
     match dtype {
         DType::Q4KR8 => return super::interleaved_q4_k::put_block(r, block, record),
+        DType::Q5KR8 => return super::interleaved_q5_k::put_block(r, block, record),
         DType::Q6KR8 => return super::interleaved_q6_k::put_block(r, block, record),
         _ => {}
     }
@@ -114,6 +115,7 @@ pub fn put_block(dtype: DType, r: usize, block: &[u8], record: &mut [u8]) {
 pub fn get_block(dtype: DType, r: usize, record: &[u8], block: &mut [u8]) {
     match dtype {
         DType::Q4KR8 => return super::interleaved_q4_k::get_block(r, record, block),
+        DType::Q5KR8 => return super::interleaved_q5_k::get_block(r, record, block),
         DType::Q6KR8 => return super::interleaved_q6_k::get_block(r, record, block),
         _ => {}
     }
@@ -307,6 +309,44 @@ mod tests {
         assert_eq!(&packed[at..at + 4], &block[88..92]);
         assert_eq!(&packed[at + 32..at + 36], &block[120..124]);
         assert_eq!(&packed[at + 64..at + 68], &block[128 + 56..128 + 60]);
+    }
+
+    #[test]
+    fn q5_k_round_trips_with_q4_k_steps_and_fifth_bit_runs() {
+        use crate::quant::interleaved_q4_k::{MINS, SCALES};
+        use crate::quant::interleaved_q5_k::{RECORD, qh_offset, qs_offset};
+        let (rows, k) = (16, 512);
+        let vals: Vec<f32> = (0..rows * k)
+            .map(|i| ((i * 7919) % 113) as f32 / 40.0 - 1.3 + (i / 97 % 5) as f32)
+            .collect();
+        let mut plain = vec![0u8; DType::Q5K.bytes_for(rows * k).unwrap()];
+        quantize_row(DType::Q5K, &vals, &mut plain).unwrap();
+        let mut packed = vec![0u8; DType::Q5KR8.bytes_for(rows * k).unwrap()];
+        assert_eq!(packed.len(), plain.len() / 176 * 180);
+        interleave_rows(DType::Q5KR8, rows, k, &plain, &mut packed).unwrap();
+        let mut back = vec![0u8; plain.len()];
+        deinterleave_rows(DType::Q5KR8, rows, k, &packed, &mut back).unwrap();
+        assert_eq!(back, plain);
+        // Row 10 (group 1, lane 2), super-block 1.
+        let block = &plain[(10 * 2 + 1) * 176..(10 * 2 + 2) * 176];
+        let record = (2 + 1) * RECORD;
+        assert_eq!(&packed[record + 4..record + 6], &block[0..2]);
+        let packed_scales: &[u8; 12] = block[4..16].try_into().unwrap();
+        for sub in 0..8 {
+            let (sc, m) = super::super::scale_min_k4::scale_min(sub, packed_scales);
+            let chunk = record + 16 * (sub / 2);
+            assert_eq!(
+                packed[chunk + SCALES + 8 * (sub % 2) + 2],
+                sc,
+                "sub-block {sub}"
+            );
+            assert_eq!(packed[chunk + MINS + 2 * 2 + sub % 2], m, "sub-block {sub}");
+        }
+        // Step 6: fifth bits qh[24..28]; chunk 3, step 6: nibbles qs[96 + 24..].
+        let at = record + qh_offset(6) + 4 * 2;
+        assert_eq!(&packed[at..at + 4], &block[16 + 24..16 + 28]);
+        let at = record + qs_offset(3, 6) + 4 * 2;
+        assert_eq!(&packed[at..at + 4], &block[48 + 96 + 24..48 + 96 + 28]);
     }
 
     #[test]

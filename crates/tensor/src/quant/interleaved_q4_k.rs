@@ -57,6 +57,20 @@ const fn min_offset(r: usize, sub: usize) -> usize {
 
 /// Writes row `r`'s (0..8) Q4_K block (144 bytes) into its places in `record`.
 pub(crate) fn put_block(r: usize, block: &[u8], record: &mut [u8]) {
+    put_header(r, block, record);
+    put_quants(r, &block[16..], QS, record);
+}
+
+/// Reads row `r`'s (0..8) Q4_K block (144 bytes) back out of `record`.
+pub(crate) fn get_block(r: usize, record: &[u8], block: &mut [u8]) {
+    get_header(r, record, block);
+    get_quants(r, record, QS, &mut block[16..]);
+}
+
+/// Writes the first 16 bytes of row `r`'s Q4_K or Q5_K block (`d`, `dmin`, the packed
+/// 6-bit scales and mins) into the record's first 160 bytes, the scales and mins
+/// unpacked (the layout both `Q4KR8` and `Q5KR8` records open with).
+pub(crate) fn put_header(r: usize, block: &[u8], record: &mut [u8]) {
     record[D + 2 * r..D + 2 * r + 2].copy_from_slice(&block[0..2]);
     record[DMIN + 2 * r..DMIN + 2 * r + 2].copy_from_slice(&block[2..4]);
     let packed: &[u8; K_SCALE_SIZE] = block[4..16].try_into().unwrap_or(&[0; K_SCALE_SIZE]);
@@ -65,17 +79,10 @@ pub(crate) fn put_block(r: usize, block: &[u8], record: &mut [u8]) {
         record[scale_offset(r, sub)] = sc;
         record[min_offset(r, sub)] = m;
     }
-    for j in 0..4 {
-        for k in 0..8 {
-            let at = qs_offset(j, k) + 4 * r;
-            let from = 16 + 32 * j + 4 * k;
-            record[at..at + 4].copy_from_slice(&block[from..from + 4]);
-        }
-    }
 }
 
-/// Reads row `r`'s (0..8) Q4_K block (144 bytes) back out of `record`.
-pub(crate) fn get_block(r: usize, record: &[u8], block: &mut [u8]) {
+/// The inverse of [`put_header`].
+pub(crate) fn get_header(r: usize, record: &[u8], block: &mut [u8]) {
     block[0..2].copy_from_slice(&record[D + 2 * r..D + 2 * r + 2]);
     block[2..4].copy_from_slice(&record[DMIN + 2 * r..DMIN + 2 * r + 2]);
     let mut scales = [0u8; 8];
@@ -85,11 +92,27 @@ pub(crate) fn get_block(r: usize, record: &[u8], block: &mut [u8]) {
         mins[sub] = record[min_offset(r, sub)];
     }
     block[4..16].copy_from_slice(&pack_scale_min(&scales, &mins));
+}
+
+/// Writes row `r`'s 128 nibble bytes `qs` into the record's steps from offset `base`
+/// (per chunk `j` and step `k`, 32 bytes holding four bytes of each row).
+pub(crate) fn put_quants(r: usize, qs: &[u8], base: usize, record: &mut [u8]) {
     for j in 0..4 {
         for k in 0..8 {
-            let at = qs_offset(j, k) + 4 * r;
-            let to = 16 + 32 * j + 4 * k;
-            block[to..to + 4].copy_from_slice(&record[at..at + 4]);
+            let at = base - QS + qs_offset(j, k) + 4 * r;
+            let from = 32 * j + 4 * k;
+            record[at..at + 4].copy_from_slice(&qs[from..from + 4]);
+        }
+    }
+}
+
+/// The inverse of [`put_quants`].
+pub(crate) fn get_quants(r: usize, record: &[u8], base: usize, qs: &mut [u8]) {
+    for j in 0..4 {
+        for k in 0..8 {
+            let at = base - QS + qs_offset(j, k) + 4 * r;
+            let to = 32 * j + 4 * k;
+            qs[to..to + 4].copy_from_slice(&record[at..at + 4]);
         }
     }
 }

@@ -18,6 +18,7 @@
 
 mod interleaved;
 pub mod interleaved_q4_k;
+pub mod interleaved_q5_k;
 pub mod interleaved_q6_k;
 mod q2_k;
 mod q3_k;

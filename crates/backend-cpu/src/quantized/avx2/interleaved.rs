@@ -68,6 +68,17 @@ pub(super) const GEMM_Q4_K_R8_AVX_VNNI: GemmR8Fn =
 pub(super) const GEMM_Q4_K_R8_AVX512_VNNI: GemmR8Fn =
     rows_dispatch!(gemm_q4_k_r8_avx512_vnni, GemmR8Fn, ActRow, [f32; 8]);
 
+/// Q5_KR8 weights × one to four Q8_K activation rows.
+pub(super) const GEMM_Q5_K_R8: GemmR8Fn = rows_dispatch!(gemm_q5_k_r8, GemmR8Fn, ActRow, [f32; 8]);
+
+/// [`GEMM_Q5_K_R8`] with AVX-VNNI `vpdpbusd`.
+pub(super) const GEMM_Q5_K_R8_AVX_VNNI: GemmR8Fn =
+    rows_dispatch!(gemm_q5_k_r8_avx_vnni, GemmR8Fn, ActRow, [f32; 8]);
+
+/// [`GEMM_Q5_K_R8`] with AVX-512 VNNI `vpdpbusd` on 256-bit vectors.
+pub(super) const GEMM_Q5_K_R8_AVX512_VNNI: GemmR8Fn =
+    rows_dispatch!(gemm_q5_k_r8_avx512_vnni, GemmR8Fn, ActRow, [f32; 8]);
+
 /// How far ahead of the current record the stream is prefetched (measured on Zen 3 at
 /// one thread on 2048 × 5632 Q4_0 from memory: none 9.5 GB/s, 512 B 10.2, 2 KiB 11.7,
 /// 4 KiB 11.4-12.9).
@@ -191,13 +202,27 @@ legacy_r8_kernel!(
     q8_0_sums::sums_avx512_vnni
 );
 
-/// Defines a Q4_KR8 × Q8_K product `$name::<R>` compiled with `$features`: `$step(acc,
-/// q, a)` adds a step's u8 × i8 products into a sub-block accumulator (`$add` joins two
-/// of them), `$scales(sc)` widens a chunk's 16 scale bytes for `$finish(lo, sc_lo, hi,
-/// sc_hi)`, which applies them to the two sub-blocks' sums and returns i32 lanes (one
-/// per row).
-macro_rules! q4_k_r8_kernel {
-    ($name:ident, $features:literal, $step:path, $add:path, $scales:path, $finish:path) => {
+/// Defines a product `$name::<R>` of a row-interleaved K-quant with Q4_KR8's record
+/// scheme (Q4_KR8, Q5_KR8: layout module `$layout`) × Q8_K, compiled with `$features`:
+/// `$quants(record, j, k)` gives step `k` of chunk `j` as two vectors of levels (the
+/// sub-blocks `2j` and `2j + 1`), `$step(acc, q, a)` adds a step's u8 × i8 products
+/// into a sub-block accumulator, `$scales(sc)` widens a chunk's 16 scale bytes for
+/// `$join(lo, sc_lo, hi, sc_hi)`, which applies them to the two sub-blocks' sums (each
+/// as two partial accumulators, even and odd steps) and returns i32 lanes (one per
+/// row). The steps are split into the two partials at one activation row (two
+/// dependency chains), and at every row count when `$split` (where eight steps would
+/// overflow 16-bit sums).
+macro_rules! k_r8_kernel {
+    (
+        $name:ident,
+        $features:literal,
+        $layout:ident,
+        $quants:path,
+        $split:expr,
+        $step:path,
+        $scales:path,
+        $join:path
+    ) => {
         /// # Safety
         ///
         /// See [`GemmR8Fn`] (here each `acts[r].blocks` points to `nb` Q8_K blocks; the scales
@@ -210,10 +235,7 @@ macro_rules! q4_k_r8_kernel {
             acts: &[ActRow],
             out: &mut [[f32; 8]],
         ) {
-            use tempra_tensor::quant::interleaved_q4_k::{
-                D, DMIN, MINS, RECORD, SCALES, qs_offset,
-            };
-            let m4 = _mm256_set1_epi8(0x0F);
+            use tempra_tensor::quant::$layout::{D, DMIN, MINS, RECORD, SCALES};
             let mut acc = [_mm256_setzero_ps(); R];
             for b in 0..nb {
                 // SAFETY: record `b < nb` of the group and super-block `b` of each activation
@@ -224,14 +246,15 @@ macro_rules! q4_k_r8_kernel {
                         std::array::from_fn(|r| acts.get_unchecked(r).blocks.add(b * Q8K_BYTES));
                     // Lane l of every integer vector belongs to row l. Per 64-value chunk: eight
                     // steps of 4 values per row (`$step`), then the sub-block's scales applied
-                    // once for the eight rows (`$finish`).
+                    // once for the eight rows (`$join`).
                     let mut sums = [_mm256_setzero_si256(); R];
                     for j in 0..4 {
-                        // The record's 19 lines ahead, five per chunk: as one burst of 19 at the
-                        // record's start they filled the miss queue and the stream ran at the sum
-                        // of compute and memory time (isolated GEMV from memory 8.5 → 9.4 GB/s
-                        // mean of eight interleaved runs, 1b Q4_K_M decode +2-5 %).
-                        prefetch_ahead::<5>(record.add(5 * 64 * j));
+                        // The record's lines ahead, a quarter per chunk (Q4_KR8: five of 19):
+                        // as one burst of 19 at the record's start they filled the miss queue
+                        // and the stream ran at the sum of compute and memory time (isolated
+                        // GEMV from memory 8.5 → 9.4 GB/s mean of eight interleaved runs, 1b
+                        // Q4_K_M decode +2-5 %).
+                        prefetch_ahead::<{ RECORD.div_ceil(4 * 64) }>(record.add(RECORD / 4 * j));
                         let sc = _mm_loadu_si128(record.add(SCALES + 16 * j) as *const __m128i);
                         let (sc_lo, sc_hi) = $scales(sc);
                         // With one row, even and odd steps in separate accumulators:
@@ -241,10 +264,7 @@ macro_rules! q4_k_r8_kernel {
                         let mut lo = [[_mm256_setzero_si256(); R]; 2];
                         let mut hi = [[_mm256_setzero_si256(); R]; 2];
                         for k in 0..8 {
-                            let v =
-                                _mm256_loadu_si256(record.add(qs_offset(j, k)) as *const __m256i);
-                            let q_lo = _mm256_and_si256(v, m4);
-                            let q_hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                            let (q_lo, q_hi) = $quants(record, j, k);
                             for r in 0..R {
                                 let at = a[r].add(Q8K_QS + 64 * j + 4 * k);
                                 let a_lo =
@@ -252,7 +272,7 @@ macro_rules! q4_k_r8_kernel {
                                 let a_hi = _mm256_set1_epi32(std::ptr::read_unaligned(
                                     at.add(32) as *const i32
                                 ));
-                                let h = if R == 1 { k % 2 } else { 0 };
+                                let h = if $split || R == 1 { k % 2 } else { 0 };
                                 lo[h][r] = $step(lo[h][r], q_lo, a_lo);
                                 hi[h][r] = $step(hi[h][r], q_hi, a_hi);
                             }
@@ -260,12 +280,7 @@ macro_rules! q4_k_r8_kernel {
                         for r in 0..R {
                             sums[r] = _mm256_add_epi32(
                                 sums[r],
-                                $finish(
-                                    $add(lo[0][r], lo[1][r]),
-                                    sc_lo,
-                                    $add(hi[0][r], hi[1][r]),
-                                    sc_hi,
-                                ),
+                                $join([lo[0][r], lo[1][r]], sc_lo, [hi[0][r], hi[1][r]], sc_hi),
                             );
                         }
                     }
@@ -319,27 +334,65 @@ macro_rules! q4_k_r8_kernel {
     };
 }
 
-q4_k_r8_kernel!(
+k_r8_kernel!(
     gemm_q4_k_r8,
     "avx2,fma,f16c",
+    interleaved_q4_k,
+    q4_k_sums::levels_q4_k,
+    false,
     q4_k_sums::step_maddubs,
-    _mm256_add_epi16,
     q4_k_sums::scales_paired,
-    q4_k_sums::finish_madd
+    q4_k_sums::join_madd
 );
-q4_k_r8_kernel!(
+k_r8_kernel!(
     gemm_q4_k_r8_avx_vnni,
     "avx2,fma,f16c,avxvnni",
+    interleaved_q4_k,
+    q4_k_sums::levels_q4_k,
+    false,
     vnni::dpbusd_avx,
-    _mm256_add_epi32,
     q4_k_sums::scales_wide,
-    q4_k_sums::finish_mullo
+    q4_k_sums::join_mullo
 );
-q4_k_r8_kernel!(
+k_r8_kernel!(
     gemm_q4_k_r8_avx512_vnni,
     "avx2,fma,f16c,avx512f,avx512vl,avx512vnni",
+    interleaved_q4_k,
+    q4_k_sums::levels_q4_k,
+    false,
     vnni::dpbusd_avx512,
-    _mm256_add_epi32,
     q4_k_sums::scales_wide,
-    q4_k_sums::finish_mullo
+    q4_k_sums::join_mullo
+);
+// Q5_K levels reach 31: eight AVX2 steps would overflow 16 bits (8 · 2 · 31 · 128), so
+// the steps always go to two partials of four, each scaled on its own.
+k_r8_kernel!(
+    gemm_q5_k_r8,
+    "avx2,fma,f16c",
+    interleaved_q5_k,
+    q4_k_sums::levels_q5_k,
+    true,
+    q4_k_sums::step_maddubs,
+    q4_k_sums::scales_paired,
+    q4_k_sums::join_madd_apart
+);
+k_r8_kernel!(
+    gemm_q5_k_r8_avx_vnni,
+    "avx2,fma,f16c,avxvnni",
+    interleaved_q5_k,
+    q4_k_sums::levels_q5_k,
+    false,
+    vnni::dpbusd_avx,
+    q4_k_sums::scales_wide,
+    q4_k_sums::join_mullo
+);
+k_r8_kernel!(
+    gemm_q5_k_r8_avx512_vnni,
+    "avx2,fma,f16c,avx512f,avx512vl,avx512vnni",
+    interleaved_q5_k,
+    q4_k_sums::levels_q5_k,
+    false,
+    vnni::dpbusd_avx512,
+    q4_k_sums::scales_wide,
+    q4_k_sums::join_mullo
 );

@@ -63,6 +63,7 @@ pub(crate) fn table(base: QuantKernels) -> QuantKernels {
         interleaved::GEMM_Q4_0_R8,
         interleaved::GEMM_Q8_0_R8,
         interleaved::GEMM_Q4_K_R8,
+        interleaved::GEMM_Q5_K_R8,
         q6_k_r8::GEMM_Q6_K_R8,
     ])
 }
