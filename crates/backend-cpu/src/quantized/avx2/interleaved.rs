@@ -1,5 +1,5 @@
-//! AVX2 products over the row-interleaved layouts [`DType::Q4_0R8`], [`DType::Q8_0R8`]
-//! and [`DType::Q4KR8`]:
+//! AVX2 products over the row-interleaved layouts [`DType::Q4_0R8`], [`DType::Q8_0R8`],
+//! [`DType::Q4KR8`] and [`DType::Q5KR8`] (Q6KR8's are in `q6_k_r8`):
 //! eight weight rows against one to four activation rows (Q8_0, Q8_K), reading one
 //! sequential stream (layouts in `tempra_tensor::quant::interleaved` and
 //! `interleaved_q4_k`). One row is the decode GEMV; more rows (prefill) reuse each
@@ -16,11 +16,14 @@
 //! all lanes, eight steps summed in 16 bits, and one `madd` with the rows' scales of
 //! the sub-block (bytes doubled into 16-bit pairs) finish a sub-block for all eight
 //! rows. No shuffle per sub-block and no horizontal sums: about 270 vector operations
-//! per record against 350 for the row-pair arrangement this replaced.
+//! per record against 350 for the row-pair arrangement this replaced. Q5KR8 runs the
+//! same kernel (`k_r8_kernel!`) with its fifth bits ORed into each step's levels
+//! (`q4_k_sums::levels_q5_k`); on AVX2 its steps go to two 16-bit partials of four.
 //!
 //! [`DType::Q4_0R8`]: tempra_tensor::DType::Q4_0R8
 //! [`DType::Q8_0R8`]: tempra_tensor::DType::Q8_0R8
 //! [`DType::Q4KR8`]: tempra_tensor::DType::Q4KR8
+//! [`DType::Q5KR8`]: tempra_tensor::DType::Q5KR8
 
 use std::arch::x86_64::*;
 

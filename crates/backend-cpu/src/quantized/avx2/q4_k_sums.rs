@@ -1,5 +1,7 @@
-//! The integer steps of the Q4_KR8 product (`interleaved`'s kernel): each 32-bit lane
-//! belongs to one of the group's eight rows. Two arithmetics:
+//! The integer steps of the Q4_KR8 and Q5_KR8 products (`interleaved`'s `k_r8_kernel!`):
+//! each 32-bit lane belongs to one of the group's eight rows. A step's levels come from
+//! `levels_q4_k` (the nibbles) or `levels_q5_k` (the nibbles and the fifth bits). Two
+//! arithmetics:
 //!
 //! - AVX2: a step's `maddubs` (u8 × i8 pairs → i16) is added in 16 bits (a 32-value
 //!   sub-block reaches at most 8 · 2 · 15 · 128 = 30720), and one `madd` per sub-block
@@ -9,6 +11,9 @@
 //!   sub-block ends with one `vpmulld` by the rows' scales widened to 32 bits (the step
 //!   is `vnni::dpbusd_avx` / `dpbusd_avx512`): two
 //!   fewer instructions per step (no `maddubs` + add pair), one more per sub-block.
+//!
+//! Q5_K levels reach 31, so its AVX2 sub-block sums stay in two 16-bit partials of four
+//! steps (8 · 2 · 31 · 128 would overflow), each scaled on its own (`join_madd_apart`).
 
 use std::arch::x86_64::*;
 
