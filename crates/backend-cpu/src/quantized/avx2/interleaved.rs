@@ -107,6 +107,17 @@ pub(super) fn prefetch_ahead<const LINES: usize>(p: *const u8) {
     }
 }
 
+/// Writes each accumulator to its output row as it is (lane `l` is row `l`: the
+/// lane-per-row kernels, here and in `q6_k_r8`).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn store_lanes<const R: usize>(acc: &[__m256; R], out: &mut [[f32; 8]]) {
+    for (acc, out) in acc.iter().zip(out) {
+        // SAFETY: 8 writable f32s.
+        unsafe { _mm256_storeu_ps(out.as_mut_ptr(), *acc) };
+    }
+}
+
 /// Writes each accumulator's lanes (scale order) to the rows they belong to.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
@@ -329,10 +340,7 @@ macro_rules! k_r8_kernel {
                     }
                 }
             }
-            for (acc, out) in acc.iter().zip(out) {
-                // SAFETY: 8 writable f32s; lane l is row l.
-                unsafe { _mm256_storeu_ps(out.as_mut_ptr(), *acc) };
-            }
+            store_lanes(&acc, out);
         }
     };
 }

@@ -25,7 +25,7 @@ use std::arch::x86_64::*;
 
 use tempra_tensor::quant::interleaved_q6_k::{D, RECORD, SCALES, step_offset};
 
-use super::interleaved::prefetch_ahead;
+use super::interleaved::{prefetch_ahead, store_lanes};
 use super::{Q8K_BSUMS, Q8K_BYTES, Q8K_QS, rows_dispatch, vnni};
 use crate::quantized::kernels::{ActRow, GemmR8Fn};
 
@@ -159,16 +159,6 @@ unsafe fn finish_record<const R: usize>(
     }
 }
 
-/// Writes the accumulators (lane `l` is row `l`) to `out`.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-fn store<const R: usize>(acc: &[__m256; R], out: &mut [[f32; 8]]) {
-    for (acc, out) in acc.iter().zip(out) {
-        // SAFETY: 8 writable f32s.
-        unsafe { _mm256_storeu_ps(out.as_mut_ptr(), *acc) };
-    }
-}
-
 /// Adds a quarter of a record (half `n`, steps `4h..4h + 4`: four 16-value sub-blocks
 /// per row) to each row's `Σ s·(q + 32)·y` in `sums`, with `maddubs`: two steps summed
 /// in 16 bits (each at most 2 · 63 · 128), then one `madd` with the scales doubled into
@@ -298,7 +288,7 @@ macro_rules! q6_k_r8_kernel {
                     finish_record(record, &a, &sums, &mut acc);
                 }
             }
-            store(&acc, out);
+            store_lanes(&acc, out);
         }
     };
 }
