@@ -240,12 +240,6 @@ pub(crate) fn available_kernels() -> Vec<QuantKernels> {
     tables
 }
 
-/// The fastest table this CPU runs.
-#[cfg(test)]
-pub(crate) fn best_kernels() -> QuantKernels {
-    vnni_kernels(true).or_else(avx2_kernels).unwrap_or(SCALAR)
-}
-
 impl QuantKernels {
     /// `base` with the entries for the given formats replaced (used by ISA modules).
     pub(crate) fn patched(
@@ -254,16 +248,21 @@ impl QuantKernels {
         quantize: QuantizeFn,
         dots: &[(DType, DotFn)],
     ) -> Self {
-        let mut table = QuantKernels {
+        QuantKernels {
             name,
             quantize,
             ..base
-        };
+        }
+        .with_dots(dots)
+    }
+
+    /// This table with the dot products of the given formats replaced.
+    pub(crate) fn with_dots(mut self, dots: &[(DType, DotFn)]) -> Self {
         for &(dtype, dot) in dots {
             if let Some(i) = FORMATS.iter().position(|&d| d == dtype) {
-                table = table.with(i, dot);
+                self = self.with(i, dot);
             }
         }
-        table
+        self
     }
 }

@@ -5,22 +5,27 @@
 use tempra_tensor::DType;
 use tempra_tensor::quant::{quantize_row, vec_dot_dtype};
 
-use super::kernels::{SCALAR, best_kernels};
+use super::kernels::available_kernels;
 use crate::gemm::probe::best_of;
 
 #[test]
 #[ignore]
 fn dot_in_cache() {
-    // The portable kernels first: the baseline each ISA's figures compare with.
-    for kernels in [SCALAR, best_kernels()] {
+    // The portable kernels first: the baseline each ISA's figures compare with; then
+    // AVX2 (`maddubs`) and each VNNI table the CPU runs.
+    for kernels in available_kernels() {
         let k = 4096;
         let rows = 64;
         for dtype in [
             DType::Q4_0,
+            DType::Q4_1,
+            DType::Q5_0,
+            DType::Q5_1,
             DType::Q8_0,
             DType::Q2K,
             DType::Q3K,
             DType::Q4K,
+            DType::Q5K,
             DType::Q6K,
         ] {
             let act = vec_dot_dtype(dtype);

@@ -9,22 +9,18 @@
 //! Where a format's quants are offset (Q3_K's `-4`, Q6_K's `-32`), the kernels multiply
 //! the unsigned stored quants in `maddubs` and subtract the offset times the activation's
 //! 16-value sums (`bsums`) once per block.
+//!
+//! The kernels are written once over the scaling step (`k_quant_dots!`: the sub-block
+//! scales times the `maddubs` pair sums, added into i32 lanes) and compiled per
+//! instruction set: [`maddubs`] (`madd` + add) and, with VNNI, `vpdpwssd` (one
+//! instruction; at the AVX-512 level also 32 vector registers for the four-row tiles).
 
 use std::arch::x86_64::*;
 
+use tempra_tensor::DType;
+
 use super::{Q8K_BSUMS, Q8K_BYTES, Q8K_QS, fp16, hsum, rows, rows_dispatch};
 use crate::quantized::kernels::DotFn;
-
-/// Q2_K × Q8_K.
-pub(super) const DOT_Q2_K: DotFn = rows_dispatch!(dot_q2_k);
-/// Q3_K × Q8_K.
-pub(super) const DOT_Q3_K: DotFn = rows_dispatch!(dot_q3_k);
-/// Q4_K × Q8_K.
-pub(super) const DOT_Q4_K: DotFn = rows_dispatch!(dot_q4_k);
-/// Q5_K × Q8_K.
-pub(super) const DOT_Q5_K: DotFn = rows_dispatch!(dot_q5_k);
-/// Q6_K × Q8_K.
-pub(super) const DOT_Q6_K: DotFn = rows_dispatch!(dot_q6_k);
 
 /// How far ahead of the current super-block the weight row is prefetched: the one-row
 /// kernels compute long enough per block that the hardware prefetcher alone leaves the
@@ -90,8 +86,11 @@ const SHUFFLE_PAIR16: [[u8; 32]; 4] = {
 /// `$scales` holds the sixteen scales as i16 lanes and `$unpack` (for `$half` in 0..2 and
 /// `$j` in 0..4) gives the 32 unsigned quants of values `128·half + 32·j ..` (two
 /// sub-blocks). Each quant vector and scale shuffle is made once for every activation row.
+/// `$madd_add(acc, s, p)` adds the i16 pairs of `s · p` into `acc`'s i32 lanes.
 macro_rules! k16_sums {
-    ($scales:expr, $a:ident, $sumi:ident, |$half:ident, $j:ident| $unpack:block) => {{
+    (
+        $madd_add:path, $scales:expr, $a:ident, $sumi:ident, |$half:ident, $j:ident| $unpack:block
+    ) => {{
         // Expands inside the callers' `unsafe` blocks: each `$a[r]` points to a readable
         // Q8_K block (their contracts); AVX2 is enabled on them.
         {
@@ -111,8 +110,7 @@ macro_rules! k16_sums {
                         let y = _mm256_loadu_si256(
                             $a[r].add(Q8K_QS + 128 * $half + 32 * $j) as *const __m256i
                         );
-                        let p = _mm256_madd_epi16(sc, _mm256_maddubs_epi16(q, y));
-                        $sumi[r] = _mm256_add_epi32($sumi[r], p);
+                        $sumi[r] = $madd_add($sumi[r], sc, _mm256_maddubs_epi16(q, y));
                     }
                 }
             }
@@ -229,9 +227,9 @@ unsafe fn scales_mins_k4(p: *const u8) -> __m256i {
 }
 
 /// The shared Q4_K/Q5_K block body: `$unpack` (for `$j` in 0..4) gives the unsigned quants of the
-/// 32-value sub-blocks `2j` and `2j + 1` (j in 0..4).
+/// 32-value sub-blocks `2j` and `2j + 1` (j in 0..4); `$madd_add` as in `k16_sums!`.
 macro_rules! k4_block {
-    ($wp:ident, $a:ident, $acc:ident, $accm:ident, |$j:ident| $unpack:block) => {{
+    ($madd_add:path, $wp:ident, $a:ident, $acc:ident, $accm:ident, |$j:ident| $unpack:block) => {{
         // SAFETY: `$wp` points to a readable weight block and each `$a[r]` to a readable
         // Q8_K block (the callers' contracts); AVX2/FMA/F16C are enabled on the callers.
         unsafe {
@@ -264,9 +262,8 @@ macro_rules! k4_block {
                     let q8 = $a[r].add(Q8K_QS + 64 * $j);
                     let q8l = _mm256_loadu_si256(q8 as *const __m256i);
                     let q8h = _mm256_loadu_si256(q8.add(32) as *const __m256i);
-                    let pl = _mm256_madd_epi16(scale_l, _mm256_maddubs_epi16(ql, q8l));
-                    let ph = _mm256_madd_epi16(scale_h, _mm256_maddubs_epi16(qh, q8h));
-                    sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(pl, ph));
+                    let s = $madd_add(sumi[r], scale_l, _mm256_maddubs_epi16(ql, q8l));
+                    sumi[r] = $madd_add(s, scale_h, _mm256_maddubs_epi16(qh, q8h));
                 }
             }
             add_scaled(&mut $acc, d, &$a, &sumi);
@@ -297,184 +294,248 @@ macro_rules! super_block_loop {
     }};
 }
 
-/// # Safety
-///
-/// See [`DotFn`]; `acts.len() >= R`, `out.len() >= R`.
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn dot_q2_k<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], out: &mut [f32]) {
-    let mut acc = [_mm256_setzero_ps(); R];
-    let m3 = _mm256_set1_epi8(3);
-    let m4 = _mm_set1_epi8(0x0F);
-    super_block_loop!(nb, w, acts, 84, |wp, a| {
-        // SAFETY: a readable 84-byte Q2_K block at `wp`; Q8_K blocks at `a`.
-        unsafe {
-            let d = fp16(wp.add(80));
-            let dmin = fp16(wp.add(82));
-            let packed = _mm_loadu_si128(wp as *const __m128i);
-            let scales = _mm256_cvtepu8_epi16(_mm_and_si128(packed, m4));
-            let mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), m4));
-            let mut sumi = [_mm256_setzero_si256(); R];
-            k16_sums!(scales, a, sumi, |half, j| {
-                let bits = _mm256_loadu_si256(wp.add(16 + 32 * half) as *const __m256i);
-                _mm256_and_si256(_mm256_srl_epi16(bits, _mm_cvtsi32_si128(2 * j as i32)), m3)
-            });
-            add_scaled(&mut acc, d, &a, &sumi);
-            for r in 0..R {
-                let da = std::ptr::read_unaligned(a[r] as *const f32);
-                let bsums = _mm256_loadu_si256(a[r].add(Q8K_BSUMS) as *const __m256i);
-                let summ = _mm256_cvtepi32_ps(_mm256_madd_epi16(mins, bsums));
-                acc[r] = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * da), summ, acc[r]);
-            }
-        }
-    });
-    for r in 0..R {
-        out[r] = hsum(acc[r]);
-    }
-}
+/// Defines the five dot products (`DOTS`, in table order) compiled with `$features`,
+/// with `$madd_add(acc, s, p)` adding the i16 pairs of `s · p` into `acc`'s i32 lanes
+/// (the sub-block scales times the `maddubs` sums).
+macro_rules! k_quant_dots {
+    ($features:literal, $madd_add:path) => {
+        /// This instruction set's dot products for the K-quants.
+        pub(in crate::quantized::avx2) const DOTS: [(DType, DotFn); 5] = [
+            (DType::Q2K, rows_dispatch!(dot_q2_k)),
+            (DType::Q3K, rows_dispatch!(dot_q3_k)),
+            (DType::Q4K, rows_dispatch!(dot_q4_k)),
+            (DType::Q5K, rows_dispatch!(dot_q5_k)),
+            (DType::Q6K, rows_dispatch!(dot_q6_k)),
+        ];
 
-/// # Safety
-///
-/// See [`DotFn`]; `acts.len() >= R`, `out.len() >= R`.
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn dot_q3_k<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], out: &mut [f32]) {
-    let mut acc = [_mm256_setzero_ps(); R];
-    let m3 = _mm256_set1_epi8(3);
-    let m1 = _mm256_set1_epi8(1);
-    super_block_loop!(nb, w, acts, 110, |wp, a| {
-        // SAFETY: a readable 110-byte Q3_K block at `wp`; Q8_K blocks at `a`.
-        unsafe {
-            let d = fp16(wp.add(108));
-            let scales = _mm256_cvtepi8_epi16(scales_q3_k(wp.add(96)));
-            let hbits = _mm256_loadu_si256(wp as *const __m256i);
-            // Stored as q + 4 (0..8, the high bit set for q >= 0).
-            let mut sumi = offset_sums::<R, 2>(scales, &a);
-            k16_sums!(scales, a, sumi, |half, j| {
-                let bits = _mm256_loadu_si256(wp.add(32 + 32 * half) as *const __m256i);
-                let low =
-                    _mm256_and_si256(_mm256_srl_epi16(bits, _mm_cvtsi32_si128(2 * j as i32)), m3);
-                let high = _mm256_and_si256(
-                    _mm256_srl_epi16(hbits, _mm_cvtsi32_si128((4 * half + j) as i32)),
-                    m1,
-                );
-                _mm256_or_si256(low, _mm256_slli_epi16(high, 2))
-            });
-            add_scaled(&mut acc, d, &a, &sumi);
-        }
-    });
-    for r in 0..R {
-        out[r] = hsum(acc[r]);
-    }
-}
-
-/// # Safety
-///
-/// See [`DotFn`]; `acts.len() >= R`, `out.len() >= R`.
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn dot_q4_k<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], out: &mut [f32]) {
-    let mut acc = [_mm256_setzero_ps(); R];
-    let mut accm = [_mm_setzero_ps(); R];
-    let m4 = _mm256_set1_epi8(0x0F);
-    super_block_loop!(nb, w, acts, 144, |wp, a| {
-        k4_block!(wp, a, acc, accm, |j| {
-            let bits = _mm256_loadu_si256(wp.add(16 + 32 * j) as *const __m256i);
-            (
-                _mm256_and_si256(bits, m4),
-                _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4),
-            )
-        });
-    });
-    for r in 0..R {
-        let m = _mm_add_ps(accm[r], _mm_movehl_ps(accm[r], accm[r]));
-        let m = _mm_add_ss(m, _mm_movehdup_ps(m));
-        out[r] = hsum(acc[r]) + _mm_cvtss_f32(m);
-    }
-}
-
-/// # Safety
-///
-/// See [`DotFn`]; `acts.len() >= R`, `out.len() >= R`.
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn dot_q5_k<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], out: &mut [f32]) {
-    let mut acc = [_mm256_setzero_ps(); R];
-    let mut accm = [_mm_setzero_ps(); R];
-    let m4 = _mm256_set1_epi8(0x0F);
-    let m1 = _mm256_set1_epi8(1);
-    super_block_loop!(nb, w, acts, 176, |wp, a| {
-        // SAFETY: a readable 176-byte Q5_K block at `wp`: `qh` is bytes 16..48.
-        let hbits = unsafe { _mm256_loadu_si256(wp.add(16) as *const __m256i) };
-        k4_block!(wp, a, acc, accm, |j| {
-            let bits = _mm256_loadu_si256(wp.add(48 + 32 * j) as *const __m256i);
-            let shift_l = _mm_cvtsi32_si128(2 * j as i32);
-            let shift_h = _mm_cvtsi32_si128(2 * j as i32 + 1);
-            let hl = _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hbits, shift_l), m1), 4);
-            let hh = _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hbits, shift_h), m1), 4);
-            (
-                _mm256_add_epi8(_mm256_and_si256(bits, m4), hl),
-                _mm256_add_epi8(_mm256_and_si256(_mm256_srli_epi16(bits, 4), m4), hh),
-            )
-        });
-    });
-    for r in 0..R {
-        let m = _mm_add_ps(accm[r], _mm_movehl_ps(accm[r], accm[r]));
-        let m = _mm_add_ss(m, _mm_movehdup_ps(m));
-        out[r] = hsum(acc[r]) + _mm_cvtss_f32(m);
-    }
-}
-
-/// # Safety
-///
-/// See [`DotFn`]; `acts.len() >= R`, `out.len() >= R`.
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn dot_q6_k<const R: usize>(nb: usize, w: *const u8, acts: &[*const u8], out: &mut [f32]) {
-    let mut acc = [_mm256_setzero_ps(); R];
-    let m4 = _mm256_set1_epi8(0x0F);
-    let m2 = _mm256_set1_epi8(3);
-    super_block_loop!(nb, w, acts, 210, |wp, a| {
-        // SAFETY: a readable 210-byte Q6_K block at `wp`; Q8_K blocks at `a`.
-        unsafe {
-            let d = fp16(wp.add(208));
-            let scales = _mm_loadu_si128(wp.add(192) as *const __m128i);
-            // The quants are stored as q + 32 (0..64): Σ s·(q + 32)·y − 32·Σ s·bsum, the
-            // correction from the activation's 16-value sums (one `madd` per block
-            // instead of a second `maddubs` per 32 values).
-            let mut sumi = offset_sums::<R, 5>(_mm256_cvtepi8_epi16(scales), &a);
-            for half in 0..2 {
-                let ql = wp.add(64 * half);
-                let qh = wp.add(128 + 32 * half);
-                let sc = |i: usize| {
-                    let s = _mm_shuffle_epi8(
-                        scales,
-                        _mm_loadu_si128(SHUFFLE_6K[4 * half + i].as_ptr() as *const __m128i),
-                    );
-                    _mm256_cvtepi8_epi16(s)
-                };
-                let (s0, s1, s2, s3) = (sc(0), sc(1), sc(2), sc(3));
-                let b1 = _mm256_loadu_si256(ql as *const __m256i);
-                let b2 = _mm256_loadu_si256(ql.add(32) as *const __m256i);
-                let bh = _mm256_loadu_si256(qh as *const __m256i);
-                let h0 = _mm256_slli_epi16(_mm256_and_si256(bh, m2), 4);
-                let h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 2), m2), 4);
-                let h2 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 4), m2), 4);
-                let h3 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 6), m2), 4);
-                let q0 = _mm256_or_si256(_mm256_and_si256(b1, m4), h0);
-                let q1 = _mm256_or_si256(_mm256_and_si256(b2, m4), h1);
-                let q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b1, 4), m4), h2);
-                let q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m4), h3);
-                for r in 0..R {
-                    let q8 = a[r].add(Q8K_QS + 128 * half);
-                    let part = |q: __m256i, s: __m256i, o: usize| {
-                        let y = _mm256_loadu_si256(q8.add(o) as *const __m256i);
-                        _mm256_madd_epi16(s, _mm256_maddubs_epi16(q, y))
-                    };
-                    let p01 = _mm256_add_epi32(part(q0, s0, 0), part(q1, s1, 32));
-                    let p23 = _mm256_add_epi32(part(q2, s2, 64), part(q3, s3, 96));
-                    sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(p01, p23));
+        /// # Safety
+        ///
+        /// See [`DotFn`]; `acts.len() >= R`, `out.len() >= R`.
+        #[target_feature(enable = $features)]
+        unsafe fn dot_q2_k<const R: usize>(
+            nb: usize,
+            w: *const u8,
+            acts: &[*const u8],
+            out: &mut [f32],
+        ) {
+            let mut acc = [_mm256_setzero_ps(); R];
+            let m3 = _mm256_set1_epi8(3);
+            let m4 = _mm_set1_epi8(0x0F);
+            super_block_loop!(nb, w, acts, 84, |wp, a| {
+                // SAFETY: a readable 84-byte Q2_K block at `wp`; Q8_K blocks at `a`.
+                unsafe {
+                    let d = fp16(wp.add(80));
+                    let dmin = fp16(wp.add(82));
+                    let packed = _mm_loadu_si128(wp as *const __m128i);
+                    let scales = _mm256_cvtepu8_epi16(_mm_and_si128(packed, m4));
+                    let mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), m4));
+                    let mut sumi = [_mm256_setzero_si256(); R];
+                    k16_sums!($madd_add, scales, a, sumi, |half, j| {
+                        let bits = _mm256_loadu_si256(wp.add(16 + 32 * half) as *const __m256i);
+                        _mm256_and_si256(_mm256_srl_epi16(bits, _mm_cvtsi32_si128(2 * j as i32)), m3)
+                    });
+                    add_scaled(&mut acc, d, &a, &sumi);
+                    for r in 0..R {
+                        let da = std::ptr::read_unaligned(a[r] as *const f32);
+                        let bsums = _mm256_loadu_si256(a[r].add(Q8K_BSUMS) as *const __m256i);
+                        let summ = _mm256_cvtepi32_ps(_mm256_madd_epi16(mins, bsums));
+                        acc[r] = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * da), summ, acc[r]);
+                    }
                 }
+            });
+            for r in 0..R {
+                out[r] = hsum(acc[r]);
             }
-            add_scaled(&mut acc, d, &a, &sumi);
         }
-    });
-    for r in 0..R {
-        out[r] = hsum(acc[r]);
-    }
+
+        /// # Safety
+        ///
+        /// See [`DotFn`]; `acts.len() >= R`, `out.len() >= R`.
+        #[target_feature(enable = $features)]
+        unsafe fn dot_q3_k<const R: usize>(
+            nb: usize,
+            w: *const u8,
+            acts: &[*const u8],
+            out: &mut [f32],
+        ) {
+            let mut acc = [_mm256_setzero_ps(); R];
+            let m3 = _mm256_set1_epi8(3);
+            let m1 = _mm256_set1_epi8(1);
+            super_block_loop!(nb, w, acts, 110, |wp, a| {
+                // SAFETY: a readable 110-byte Q3_K block at `wp`; Q8_K blocks at `a`.
+                unsafe {
+                    let d = fp16(wp.add(108));
+                    let scales = _mm256_cvtepi8_epi16(scales_q3_k(wp.add(96)));
+                    let hbits = _mm256_loadu_si256(wp as *const __m256i);
+                    // Stored as q + 4 (0..8, the high bit set for q >= 0).
+                    let mut sumi = offset_sums::<R, 2>(scales, &a);
+                    k16_sums!($madd_add, scales, a, sumi, |half, j| {
+                        let bits = _mm256_loadu_si256(wp.add(32 + 32 * half) as *const __m256i);
+                        let low =
+                            _mm256_and_si256(_mm256_srl_epi16(bits, _mm_cvtsi32_si128(2 * j as i32)), m3);
+                        let high = _mm256_and_si256(
+                            _mm256_srl_epi16(hbits, _mm_cvtsi32_si128((4 * half + j) as i32)),
+                            m1,
+                        );
+                        _mm256_or_si256(low, _mm256_slli_epi16(high, 2))
+                    });
+                    add_scaled(&mut acc, d, &a, &sumi);
+                }
+            });
+            for r in 0..R {
+                out[r] = hsum(acc[r]);
+            }
+        }
+
+        /// # Safety
+        ///
+        /// See [`DotFn`]; `acts.len() >= R`, `out.len() >= R`.
+        #[target_feature(enable = $features)]
+        unsafe fn dot_q4_k<const R: usize>(
+            nb: usize,
+            w: *const u8,
+            acts: &[*const u8],
+            out: &mut [f32],
+        ) {
+            let mut acc = [_mm256_setzero_ps(); R];
+            let mut accm = [_mm_setzero_ps(); R];
+            let m4 = _mm256_set1_epi8(0x0F);
+            super_block_loop!(nb, w, acts, 144, |wp, a| {
+                k4_block!($madd_add, wp, a, acc, accm, |j| {
+                    let bits = _mm256_loadu_si256(wp.add(16 + 32 * j) as *const __m256i);
+                    (
+                        _mm256_and_si256(bits, m4),
+                        _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4),
+                    )
+                });
+            });
+            for r in 0..R {
+                let m = _mm_add_ps(accm[r], _mm_movehl_ps(accm[r], accm[r]));
+                let m = _mm_add_ss(m, _mm_movehdup_ps(m));
+                out[r] = hsum(acc[r]) + _mm_cvtss_f32(m);
+            }
+        }
+
+        /// # Safety
+        ///
+        /// See [`DotFn`]; `acts.len() >= R`, `out.len() >= R`.
+        #[target_feature(enable = $features)]
+        unsafe fn dot_q5_k<const R: usize>(
+            nb: usize,
+            w: *const u8,
+            acts: &[*const u8],
+            out: &mut [f32],
+        ) {
+            let mut acc = [_mm256_setzero_ps(); R];
+            let mut accm = [_mm_setzero_ps(); R];
+            let m4 = _mm256_set1_epi8(0x0F);
+            let m1 = _mm256_set1_epi8(1);
+            super_block_loop!(nb, w, acts, 176, |wp, a| {
+                // SAFETY: a readable 176-byte Q5_K block at `wp`: `qh` is bytes 16..48.
+                let hbits = unsafe { _mm256_loadu_si256(wp.add(16) as *const __m256i) };
+                k4_block!($madd_add, wp, a, acc, accm, |j| {
+                    let bits = _mm256_loadu_si256(wp.add(48 + 32 * j) as *const __m256i);
+                    let shift_l = _mm_cvtsi32_si128(2 * j as i32);
+                    let shift_h = _mm_cvtsi32_si128(2 * j as i32 + 1);
+                    let hl = _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hbits, shift_l), m1), 4);
+                    let hh = _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hbits, shift_h), m1), 4);
+                    (
+                        _mm256_add_epi8(_mm256_and_si256(bits, m4), hl),
+                        _mm256_add_epi8(_mm256_and_si256(_mm256_srli_epi16(bits, 4), m4), hh),
+                    )
+                });
+            });
+            for r in 0..R {
+                let m = _mm_add_ps(accm[r], _mm_movehl_ps(accm[r], accm[r]));
+                let m = _mm_add_ss(m, _mm_movehdup_ps(m));
+                out[r] = hsum(acc[r]) + _mm_cvtss_f32(m);
+            }
+        }
+
+        /// # Safety
+        ///
+        /// See [`DotFn`]; `acts.len() >= R`, `out.len() >= R`.
+        #[target_feature(enable = $features)]
+        unsafe fn dot_q6_k<const R: usize>(
+            nb: usize,
+            w: *const u8,
+            acts: &[*const u8],
+            out: &mut [f32],
+        ) {
+            let mut acc = [_mm256_setzero_ps(); R];
+            let m4 = _mm256_set1_epi8(0x0F);
+            let m2 = _mm256_set1_epi8(3);
+            super_block_loop!(nb, w, acts, 210, |wp, a| {
+                // SAFETY: a readable 210-byte Q6_K block at `wp`; Q8_K blocks at `a`.
+                unsafe {
+                    let d = fp16(wp.add(208));
+                    let scales = _mm_loadu_si128(wp.add(192) as *const __m128i);
+                    // The quants are stored as q + 32 (0..64): Σ s·(q + 32)·y − 32·Σ s·bsum, the
+                    // correction from the activation's 16-value sums (one `madd` per block
+                    // instead of a second `maddubs` per 32 values).
+                    let mut sumi = offset_sums::<R, 5>(_mm256_cvtepi8_epi16(scales), &a);
+                    for half in 0..2 {
+                        let ql = wp.add(64 * half);
+                        let qh = wp.add(128 + 32 * half);
+                        let sc = |i: usize| {
+                            let s = _mm_shuffle_epi8(
+                                scales,
+                                _mm_loadu_si128(SHUFFLE_6K[4 * half + i].as_ptr() as *const __m128i),
+                            );
+                            _mm256_cvtepi8_epi16(s)
+                        };
+                        let (s0, s1, s2, s3) = (sc(0), sc(1), sc(2), sc(3));
+                        let b1 = _mm256_loadu_si256(ql as *const __m256i);
+                        let b2 = _mm256_loadu_si256(ql.add(32) as *const __m256i);
+                        let bh = _mm256_loadu_si256(qh as *const __m256i);
+                        let h0 = _mm256_slli_epi16(_mm256_and_si256(bh, m2), 4);
+                        let h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 2), m2), 4);
+                        let h2 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 4), m2), 4);
+                        let h3 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 6), m2), 4);
+                        let q0 = _mm256_or_si256(_mm256_and_si256(b1, m4), h0);
+                        let q1 = _mm256_or_si256(_mm256_and_si256(b2, m4), h1);
+                        let q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b1, 4), m4), h2);
+                        let q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m4), h3);
+                        for r in 0..R {
+                            let q8 = a[r].add(Q8K_QS + 128 * half) as *const __m256i;
+                            let mut s = sumi[r];
+                            let parts = [(q0, s0), (q1, s1), (q2, s2), (q3, s3)];
+                            for (i, (q, sc)) in parts.into_iter().enumerate() {
+                                let y = _mm256_loadu_si256(q8.add(i));
+                                s = $madd_add(s, sc, _mm256_maddubs_epi16(q, y));
+                            }
+                            sumi[r] = s;
+                        }
+                    }
+                    add_scaled(&mut acc, d, &a, &sumi);
+                }
+            });
+            for r in 0..R {
+                out[r] = hsum(acc[r]);
+            }
+        }
+    };
+}
+/// The AVX2 kernels: `madd` and an add.
+pub(super) mod maddubs {
+    use super::*;
+
+    k_quant_dots!("avx2,fma,f16c", super::super::madd_add);
+}
+
+/// The AVX-VNNI kernels: `maddubs`, then `vpdpwssd` for the scaling and the add.
+pub(super) mod avx_vnni {
+    use super::*;
+
+    k_quant_dots!("avx2,fma,f16c,avxvnni", super::super::vnni::dpwssd_avx);
+}
+
+/// The AVX-512 VNNI (256-bit) kernels: `maddubs`, then `vpdpwssd` for the scaling and the add.
+pub(super) mod avx512_vnni {
+    use super::*;
+
+    k_quant_dots!(
+        "avx2,fma,f16c,avx512f,avx512vl,avx512vnni",
+        super::super::vnni::dpwssd_avx512
+    );
 }

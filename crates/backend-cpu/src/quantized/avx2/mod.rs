@@ -18,8 +18,6 @@ pub(crate) use vnni::{Vnni, table as vnni_table};
 
 use std::arch::x86_64::*;
 
-use tempra_tensor::DType;
-
 use super::kernels::QuantKernels;
 
 /// Bytes of a Q8_K block (the K-quants' activations): `d: f32`, `qs: [i8; 256]`,
@@ -43,19 +41,9 @@ pub(crate) fn table(base: QuantKernels) -> QuantKernels {
         base,
         "avx2",
         quantize::quantize_activations,
-        &[
-            (DType::Q4_0, legacy::DOT_Q4_0),
-            (DType::Q4_1, legacy::DOT_Q4_1),
-            (DType::Q5_0, legacy::DOT_Q5_0),
-            (DType::Q5_1, legacy::DOT_Q5_1),
-            (DType::Q8_0, legacy::DOT_Q8_0),
-            (DType::Q2K, kquants::DOT_Q2_K),
-            (DType::Q3K, kquants::DOT_Q3_K),
-            (DType::Q4K, kquants::DOT_Q4_K),
-            (DType::Q5K, kquants::DOT_Q5_K),
-            (DType::Q6K, kquants::DOT_Q6_K),
-        ],
+        &legacy::maddubs::DOTS,
     )
+    .with_dots(&kquants::maddubs::DOTS)
     // Eight-row GEMVs read the row-interleaved layouts only: over eight row-major rows
     // (eight streams) they were no faster than one-row dots (Q4_0 4.8 vs 5.1 GB/s from
     // memory at 1 thread; the interleaved one reads 12.8).
@@ -237,12 +225,21 @@ fn maddubs_pair(lo: __m256i, a_lo: __m256i, hi: __m256i, a_hi: __m256i) -> __m25
     _mm256_madd_epi16(s16, _mm256_set1_epi16(1))
 }
 
-/// Σ pairs of `ux` (unsigned bytes) × `sy` (signed bytes), as 8 f32 sums of 4 products.
+/// Σ of four consecutive `ux` (unsigned bytes) × `sy` (signed bytes) per i32 lane:
+/// `maddubs` pairs into i16 (saturating only past 2 · 255 · 127, beyond every format's
+/// levels), `madd` by ones into i32.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(super) fn dot_u8_i8(ux: __m256i, sy: __m256i) -> __m256 {
+pub(super) fn maddubs_sums(ux: __m256i, sy: __m256i) -> __m256i {
     let pairs = _mm256_maddubs_epi16(ux, sy);
-    _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)))
+    _mm256_madd_epi16(pairs, _mm256_set1_epi16(1))
+}
+
+/// `acc + madd(s, p)`: the i16 pairs of `s · p` summed into `acc`'s i32 lanes.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn madd_add(acc: __m256i, s: __m256i, p: __m256i) -> __m256i {
+    _mm256_add_epi32(acc, _mm256_madd_epi16(s, p))
 }
 
 /// The sum of the 8 lanes.
