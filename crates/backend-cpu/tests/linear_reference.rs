@@ -49,6 +49,11 @@ fn float_weights_odd_shapes() {
         for (i, &(m, n, k)) in [
             (1, 17, 33),
             (1, 257, 255),
+            // Rows of whole 16-value pairs (the BF16 GEMV's split `x`): one 32-value step
+            // and a 16-value tail, the longest split row, and one past it.
+            (1, 19, 48),
+            (1, 7, 8192),
+            (1, 3, 8208),
             (3, 33, 17),
             (17, 3, 257),
             (70, 33, 300),

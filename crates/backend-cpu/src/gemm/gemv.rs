@@ -41,9 +41,14 @@ pub(crate) fn gemv_rows(
                 return;
             }
             Values::BF16(v) if fits(v.len()) => {
-                // SAFETY: as above.
+                // SAFETY: as above; the pair kernel's length conditions are checked here.
                 unsafe {
-                    avx2::rows_bf16(x, v.as_ptr() as *const u16, offset, row_stride, rows, out)
+                    let w = v.as_ptr() as *const u16;
+                    if k.is_multiple_of(16) && k <= avx2::PAIRS_MAX_K {
+                        avx2::rows_bf16_pairs(x, w, offset, row_stride, rows, out)
+                    } else {
+                        avx2::rows_bf16(x, w, offset, row_stride, rows, out)
+                    }
                 };
                 return;
             }
@@ -261,4 +266,70 @@ mod avx2 {
     rows_impl!(rows_bf16, u16, Bf16Bits::load8, |p: *const u16| {
         Bf16Bits::to_f32(*p)
     });
+
+    /// The longest row [`rows_bf16_pairs`] splits `x` for (on the stack, 32 KiB).
+    pub(super) const PAIRS_MAX_K: usize = 8192;
+
+    /// BF16 rows read as 32-bit pairs: the even element of a pair is the pair shifted
+    /// left by 16, the odd one the pair with its low half cleared — two integer ops, no
+    /// shuffle, per eight pairs where `rows_bf16` widens each half with a shuffle
+    /// (`vpmovzxwd`) and shifts it. `x` is split once per call into runs of its eight
+    /// even and eight odd values per 16, so the products stay exact f32 FMAs. From memory
+    /// (`decode_gemv_out_of_cache`, 5632 × 2048, 1 thread, Xeon) 13.2–13.4 → 14.0–14.2
+    /// GB/s (F16: 13.8–13.9).
+    ///
+    /// # Safety
+    ///
+    /// As `rows_bf16`; `x.len()` is a multiple of 16 and at most [`PAIRS_MAX_K`].
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn rows_bf16_pairs(
+        x: &[f32],
+        w: *const u16,
+        offset: usize,
+        row_stride: usize,
+        rows: Range<usize>,
+        out: &mut [f32],
+    ) {
+        let k = x.len();
+        let mut split = [0f32; PAIRS_MAX_K];
+        for (c, chunk) in x.chunks_exact(16).enumerate() {
+            for i in 0..8 {
+                split[16 * c + i] = chunk[2 * i];
+                split[16 * c + 8 + i] = chunk[2 * i + 1];
+            }
+        }
+        let xp = split.as_ptr();
+        let high = _mm256_set1_epi32(0xFFFF_0000u32 as i32);
+        for (o, j) in out.iter_mut().zip(rows) {
+            // SAFETY: row `j` is in range (the caller); reads stay below `k` in the row
+            // and in `split` (`k <= PAIRS_MAX_K`, a multiple of 16).
+            unsafe {
+                let w = w.add(offset + j * row_stride);
+                let mut acc = [_mm256_setzero_ps(); 4];
+                let mut e = 0;
+                while e < k {
+                    // Two 16-value steps per 64-byte line (one prefetch), one at the tail.
+                    let steps = if e + 32 <= k { 2 } else { 1 };
+                    if steps == 2 {
+                        let ahead = w.wrapping_add(e + PREFETCH_BYTES / 2);
+                        _mm_prefetch::<_MM_HINT_T0>(ahead as *const i8);
+                    }
+                    for h in 0..steps {
+                        let at = e + 16 * h;
+                        let v = _mm256_loadu_si256(w.add(at) as *const __m256i);
+                        let even = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+                        let odd = _mm256_castsi256_ps(_mm256_and_si256(v, high));
+                        let (xe, xo) =
+                            (_mm256_loadu_ps(xp.add(at)), _mm256_loadu_ps(xp.add(at + 8)));
+                        acc[2 * h] = _mm256_fmadd_ps(xe, even, acc[2 * h]);
+                        acc[2 * h + 1] = _mm256_fmadd_ps(xo, odd, acc[2 * h + 1]);
+                    }
+                    e += 16 * steps;
+                }
+                let sum =
+                    _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+                *o = hsum(sum);
+            }
+        }
+    }
 }

@@ -168,6 +168,80 @@ fn fma_peak() {
     );
 }
 
+/// `iters` rounds of twelve independent 512-bit `$instr zmm_acc, zmm16, zmm17` (the
+/// accumulators zmm0..zmm11, so neither latency nor the register allocator limits them).
+#[cfg(target_arch = "x86_64")]
+macro_rules! zmm_throughput_loop {
+    ($name:ident, $instr:literal) => {
+        /// # Safety
+        ///
+        /// The CPU runs `$instr` (AVX-512).
+        unsafe fn $name(iters: usize) {
+            // SAFETY: register-only instructions the caller checked the CPU has; every
+            // register written is declared clobbered.
+            unsafe {
+                std::arch::asm!(
+                    "vpxord zmm16, zmm16, zmm16",
+                    "vpxord zmm17, zmm17, zmm17",
+                    "2:",
+                    concat!($instr, " zmm0, zmm16, zmm17"),
+                    concat!($instr, " zmm1, zmm16, zmm17"),
+                    concat!($instr, " zmm2, zmm16, zmm17"),
+                    concat!($instr, " zmm3, zmm16, zmm17"),
+                    concat!($instr, " zmm4, zmm16, zmm17"),
+                    concat!($instr, " zmm5, zmm16, zmm17"),
+                    concat!($instr, " zmm6, zmm16, zmm17"),
+                    concat!($instr, " zmm7, zmm16, zmm17"),
+                    concat!($instr, " zmm8, zmm16, zmm17"),
+                    concat!($instr, " zmm9, zmm16, zmm17"),
+                    concat!($instr, " zmm10, zmm16, zmm17"),
+                    concat!($instr, " zmm11, zmm16, zmm17"),
+                    "dec {n}",
+                    "jnz 2b",
+                    n = inout(reg) iters.max(1) => _,
+                    out("zmm0") _, out("zmm1") _, out("zmm2") _, out("zmm3") _,
+                    out("zmm4") _, out("zmm5") _, out("zmm6") _, out("zmm7") _,
+                    out("zmm8") _, out("zmm9") _, out("zmm10") _, out("zmm11") _,
+                    out("zmm16") _, out("zmm17") _,
+                    options(nomem, nostack),
+                );
+            }
+        }
+    };
+}
+
+#[cfg(target_arch = "x86_64")]
+zmm_throughput_loop!(dpbf16_zmm_loop, "vdpbf16ps");
+#[cfg(target_arch = "x86_64")]
+zmm_throughput_loop!(fma_zmm_loop, "vfmadd231ps");
+
+/// Whether AVX-512 BF16's `vdpbf16ps` (32 bf16 multiply-adds per 512-bit instruction,
+/// pairs summed into f32 lanes) would out-run f32 FMAs (16 per instruction) for BF16
+/// weights: the instructions' throughput on this CPU, in multiply-adds per second.
+#[cfg(target_arch = "x86_64")]
+#[test]
+#[ignore]
+fn bf16_dot_vs_fma_throughput() {
+    if !crate::isa::CpuFeatures::detect().avx512_bf16 {
+        println!("no AVX-512 BF16 on this CPU");
+        return;
+    }
+    let iters = 20_000_000;
+    // SAFETY: AVX-512 BF16 (and so AVX-512 F) was detected above.
+    let dp = best_of(3, || unsafe { dpbf16_zmm_loop(iters) });
+    // SAFETY: as above.
+    let fma = best_of(3, || unsafe { fma_zmm_loop(iters) });
+    let rate = |t: f64, macs: f64| 12.0 * iters as f64 / t / 1e9 * macs;
+    println!(
+        "vdpbf16ps: {:.2} G instructions/s = {:.1} GMAC/s; vfmadd231ps: {:.2} G/s = {:.1} \
+         GMAC/s (f32)",
+        rate(dp, 1.0),
+        rate(dp, 32.0),
+        rate(fma, 1.0),
+        rate(fma, 16.0)
+    );
+}
+
 /// Packing a transposed f16 weight (`w [N, K]` as `B = wᵀ`) block by block as a prefill
 /// GEMM does, from a matrix larger than the caches: ns per value, and the portable
 /// (convert, then transpose) path beside the ISA's fused one.

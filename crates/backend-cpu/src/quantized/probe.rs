@@ -146,6 +146,7 @@ fn decode_gemv_out_of_cache() {
     .unwrap();
     for dtype in probe_formats(&[
         DType::F16,
+        DType::BF16,
         DType::Q4_0,
         DType::Q8_0,
         DType::Q4K,
@@ -287,8 +288,8 @@ fn probe_formats(formats: &[DType]) -> Vec<DType> {
         .collect()
 }
 
-/// The bytes of an `n × k` weight of deterministic values in `dtype` (F16, or a block
-/// format quantized by the reference).
+/// The bytes of an `n × k` weight of deterministic values in `dtype` (F16, BF16, or a
+/// block format quantized by the reference).
 fn weight_bytes(dtype: DType, n: usize, k: usize) -> Vec<u8> {
     let vals: Vec<f32> = (0..n * k)
         .map(|i| ((i * 7919) % 113) as f32 / 50.0 - 1.1)
@@ -296,6 +297,10 @@ fn weight_bytes(dtype: DType, n: usize, k: usize) -> Vec<u8> {
     if dtype == DType::F16 {
         let halves: Vec<half::f16> = vals.iter().map(|&v| half::f16::from_f32(v)).collect();
         return bytemuck::cast_slice::<half::f16, u8>(&halves).to_vec();
+    }
+    if dtype == DType::BF16 {
+        let halves: Vec<half::bf16> = vals.iter().map(|&v| half::bf16::from_f32(v)).collect();
+        return bytemuck::cast_slice::<half::bf16, u8>(&halves).to_vec();
     }
     let mut bytes = vec![0u8; dtype.bytes_for(n * k).unwrap()];
     quantize_row(dtype, &vals, &mut bytes).unwrap();
