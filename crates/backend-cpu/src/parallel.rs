@@ -38,6 +38,29 @@ impl TaskErrors {
     }
 }
 
+/// A pointer into one buffer that the tasks of one parallel call write, each a disjoint
+/// part of it (the creator's promise, restated at each dereference).
+#[derive(Clone, Copy)]
+pub(crate) struct DisjointWrites<T>(*mut T);
+// SAFETY: the tasks of the call write disjoint parts of the buffer, and the call returns
+// only after every task has ended, so no two threads touch the same element.
+unsafe impl<T> Send for DisjointWrites<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for DisjointWrites<T> {}
+
+impl<T> DisjointWrites<T> {
+    /// Shares `buffer`'s elements with the tasks of one parallel call.
+    pub(crate) fn new(buffer: &mut [T]) -> Self {
+        Self(buffer.as_mut_ptr())
+    }
+
+    /// The buffer's first element (a method, so closures capture the whole `Sync`
+    /// wrapper).
+    pub(crate) fn ptr(&self) -> *mut T {
+        self.0
+    }
+}
+
 /// Runs everything on the calling thread (the probes time single-threaded kernels).
 #[cfg(test)]
 #[derive(Debug, Clone, Copy)]

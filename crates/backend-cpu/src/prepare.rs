@@ -10,15 +10,20 @@
 //! Q5KR8, unpack once per four activation rows for prefill (int8 at every row count:
 //! 512 × 2048 × 2048 at 1 thread, Q4_0 111 against 53 GFLOP/s dequantized, Q4_K 74
 //! against 49; Q8_0R8 and Q6KR8 prefill is dequantized while packing).
-//! Other formats are kept.
+//! Other formats are kept. The copy is split over the worker pool by whole groups of
+//! eight rows, at least 1 MiB per task (the first touch of the fresh pages, which the
+//! kernel zeroes, is spread with it).
 //!
 //! Measured with `cargo test --release -p tempra-backend-cpu --lib
 //! decode_gemv_out_of_cache -- --ignored --nocapture` (2048 × 5632 weights from memory,
 //! 1 thread, Zen 3), in GB/s of weights read: see the crate README.
 
+use std::ops::Range;
+
 use tempra_tensor::quant::interleave_rows;
 use tempra_tensor::{Layout, Result, Storage, Tensor, TensorError};
 
+use crate::parallel::{DisjointWrites, TaskErrors};
 use crate::products::Products;
 
 /// The interleaved copy of `w [N, K]`, or `None` when it is kept as it is: the format
@@ -42,6 +47,32 @@ pub(crate) fn prepare_weight(products: &Products<'_>, w: &Tensor) -> Result<Opti
         reason: format!("[{n}, {k}] is not whole blocks of {target}"),
     })?;
     let mut storage = Storage::owned_zeroed(packed)?;
-    interleave_rows(target, n, k, src, &mut storage.host_bytes_mut()?[..packed])?;
+    let dst = &mut storage.host_bytes_mut()?[..packed];
+    // Whole groups of rows per task, at least `MIN_TASK_BYTES` of them: the copy (and the
+    // first touch of each fresh page) runs on every worker.
+    let (src_group, dst_group) = (bytes / (n / group), packed / (n / group));
+    let out = DisjointWrites::new(dst);
+    let errors = TaskErrors::default();
+    products.gemm.par.parallel_for(
+        n / group,
+        MIN_TASK_BYTES.div_ceil(dst_group),
+        &|range: Range<usize>| {
+            // SAFETY: tasks get disjoint group ranges, so these byte ranges of `dst` are
+            // disjoint and inside it; `dst` outlives the call, which returns only after
+            // every task has ended.
+            let part = unsafe {
+                std::slice::from_raw_parts_mut(
+                    out.ptr().add(range.start * dst_group),
+                    range.len() * dst_group,
+                )
+            };
+            let rows = &src[range.start * src_group..range.end * src_group];
+            errors.record(interleave_rows(target, range.len() * group, k, rows, part));
+        },
+    );
+    errors.finish()?;
     Tensor::from_storage(storage, Layout::contiguous(*w.shape(), target)?).map(Some)
 }
+
+/// Interleaved bytes one task writes at least (smaller weights are one task).
+const MIN_TASK_BYTES: usize = 1 << 20;

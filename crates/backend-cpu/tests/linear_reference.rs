@@ -15,6 +15,7 @@
 mod products;
 
 use products::{cpu_contexts, float_tensor, nmse, normal, quantized_tensor};
+use tempra_tensor::quant::interleave_rows;
 use tempra_tensor::{DType, ExecContext, Tensor};
 
 const FLOAT_BUDGET: f64 = 1e-9;
@@ -221,6 +222,32 @@ fn prepared_weights_give_the_same_products() {
                 );
             }
         }
+    }
+}
+
+#[test]
+fn prepare_splits_large_weights_over_the_workers_bit_exactly() {
+    // 1024 × 2048 Q8_0 (2.2 MB interleaved): two tasks of whole groups at 3 threads. Every
+    // context's copy must equal the single-threaded `interleave_rows` byte for byte.
+    let reference = ExecContext::reference();
+    let (n, k) = (1024, 2048);
+    let w = quantized_tensor(&reference, &normal(n * k, 7), n, k, DType::Q8_0);
+    let target = DType::Q8_0R8;
+    let mut want = vec![0u8; target.bytes_for(n * k).unwrap()];
+    interleave_rows(target, n, k, w.storage().host_bytes().unwrap(), &mut want).unwrap();
+    for (name, ctx) in cpu_contexts() {
+        let Some(prepared) = ctx.prepare_weight(&w).unwrap() else {
+            assert!(
+                name.contains("scalar"),
+                "{name} keeps Q8_0 rows as they are"
+            );
+            continue;
+        };
+        let got = &prepared.storage().host_bytes().unwrap()[..want.len()];
+        assert!(
+            got == want.as_slice(),
+            "{name}: the interleaved copy differs"
+        );
     }
 }
 

@@ -34,6 +34,7 @@ pub(crate) use kernels::{QuantKernels, SCALAR, avx2_kernels, vnni_kernels};
 use kernels::ActRow;
 
 use crate::gemm::Gemm;
+use crate::parallel::DisjointWrites;
 
 /// Activation rows one dot-product call reads against one weight row (the GEMM tile).
 pub(crate) const ROWS_PER_DOT: usize = 4;
@@ -46,22 +47,6 @@ const ACT_BLOCK_BYTES: usize = 192 * 1024;
 
 /// Minimum weight bytes per task when splitting over threads.
 const MIN_TASK_BYTES: usize = 64 * 1024;
-
-/// A pointer to the output rows, shared by the tasks of one call.
-#[derive(Clone, Copy)]
-struct OutRows(*mut f32);
-// SAFETY: tasks write disjoint output columns (weight rows) of the output, and the call
-// returns only after every task has finished.
-unsafe impl Send for OutRows {}
-// SAFETY: as above.
-unsafe impl Sync for OutRows {}
-
-impl OutRows {
-    /// The pointer (a method, so closures capture the whole `Sync` wrapper).
-    fn ptr(&self) -> *mut f32 {
-        self.0
-    }
-}
 
 /// `out [.., N] = x [.., K] · wᵀ (+ bias)` for block-quantized `w [N, K]` and F32 `x`.
 pub(crate) fn linear(
@@ -146,7 +131,7 @@ pub(crate) fn linear(
         q8_0_block_stats(acts, scales, sums);
     }
     let acts: &[u8] = acts;
-    let out_ptr = OutRows(out_slice.as_mut_ptr());
+    let out_ptr = DisjointWrites::new(out_slice);
     let w_row_bytes = blocks * w_bytes_per_block;
     // Every weight row must lie inside the storage: the kernels read raw pointers.
     if (n - 1) * w_row_stride + w_row_bytes > w_bytes.len() {
