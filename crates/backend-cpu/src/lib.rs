@@ -42,6 +42,7 @@ mod quantized;
 mod scalar;
 mod simd;
 mod strided;
+mod task_scratch;
 pub mod workers;
 #[cfg(target_arch = "x86_64")]
 mod x86;

@@ -76,15 +76,20 @@ pub(crate) fn matmul(g: &Gemm<'_>, a: &Tensor, b: &Tensor, out: &mut Tensor) -> 
     if batches > 1 && macs < SMALL_PRODUCT_MACS && g.par.threads() > 1 {
         let error = std::sync::Mutex::new(None);
         let min_items = (SMALL_PRODUCT_MACS / 16).div_ceil(macs).max(1);
+        let scratch = g.task_scratch(m, n, k)?;
         g.par.parallel_for(batches, min_items, &|range| {
-            for bi in range {
-                let (a, b) = operands(bi);
-                // SAFETY: batch `bi` owns rows `bi*m .. (bi+1)*m` of the `batches*m × n`
-                // output, disjoint from every other batch's.
-                let result = unsafe { g.task(m, n, k, a, b, c_ptr.at(bi * m, 0)) };
-                if let Err(e) = result {
-                    *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+            let result = scratch.with(|buf| {
+                for bi in range.clone() {
+                    let (a, b) = operands(bi);
+                    // SAFETY: batch `bi` owns rows `bi*m .. (bi+1)*m` of the `batches*m ×
+                    // n` output, disjoint from every other batch's; `buf` holds the
+                    // scratch of an `m × n` task.
+                    unsafe { g.task_in(m, n, k, a, b, c_ptr.at(bi * m, 0), buf)? };
                 }
+                Ok(())
+            });
+            if let Err(e) = result {
+                *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
             }
         });
         return match error.into_inner().unwrap_or_else(|p| p.into_inner()) {

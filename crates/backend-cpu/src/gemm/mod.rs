@@ -39,13 +39,14 @@ pub(crate) mod probe;
 use std::ops::Range;
 
 use tempra_pool::HostPool;
-use tempra_tensor::{Result, TensorError};
+use tempra_tensor::Result;
 
 pub(crate) use operand::{MatRef, Values};
 use pack::{KC_MAX, PackOps, pack_panels};
 
 use crate::isa::{Isa, Level};
 use crate::parallel::{Parallel, TaskErrors};
+use crate::task_scratch::{self, TaskScratch};
 
 /// A micro-kernel and the blocking that suits it.
 #[derive(Clone, Copy, Debug)]
@@ -433,24 +434,48 @@ impl Gemm<'_> {
             1
         };
         let min_items = MIN_PARALLEL_MACS.div_ceil(m * k * nr).max(edge_items);
+        let scratch = self.task_scratch(m, n, k)?;
         self.par
             .parallel_for(items, min_items, &|range: Range<usize>| {
                 let cols = range.start * nr..(range.end * nr).min(n);
-                // SAFETY: tasks get disjoint column ranges of C (parallel_for hands out
-                // disjoint item ranges), inside the region the caller vouched for.
-                let result = unsafe {
-                    self.task(
-                        m,
-                        cols.len(),
-                        k,
-                        a,
-                        b.at(0, cols.start),
-                        c.at(0, cols.start),
-                    )
-                };
+                let result = scratch.with(|buf| {
+                    // SAFETY: tasks get disjoint column ranges of C (parallel_for hands
+                    // out disjoint item ranges), inside the region the caller vouched
+                    // for; `buf` holds `task_floats(m, n, k)` f32s, enough for fewer
+                    // columns.
+                    unsafe {
+                        self.task_in(
+                            m,
+                            cols.len(),
+                            k,
+                            a,
+                            b.at(0, cols.start),
+                            c.at(0, cols.start),
+                            buf,
+                        )
+                    }
+                });
                 errors.record(result);
             });
         errors.finish()
+    }
+
+    /// The f32s of scratch one [`Gemm::task`] over `m × n` (depth `k`) packs into: a B
+    /// block and an A block.
+    fn task_floats(&self, m: usize, n: usize, k: usize) -> usize {
+        self.b_block_floats(n, k) + self.a_block_floats(m, k)
+    }
+
+    /// Scratch for the parallel tasks of one call, each a [`Gemm::task_in`] over at most
+    /// `m × n` (depth `k`): one part per thread, leased once here (see
+    /// [`TaskScratch`]).
+    pub(crate) fn task_scratch(&self, m: usize, n: usize, k: usize) -> Result<TaskScratch> {
+        TaskScratch::new(
+            self.pool,
+            "matmul",
+            self.par.threads(),
+            self.task_floats(m, n, k),
+        )
     }
 
     /// The shared-B schedule of [`Gemm::gemm`]: per B block, one job packs its panels
@@ -470,8 +495,15 @@ impl Gemm<'_> {
     ) -> Result<()> {
         let kern = self.kernel;
         let (mr, nr) = (kern.mr, kern.nr);
-        let mut lease = self.lease(self.b_block_floats(n, k))?;
+        let mut lease = task_scratch::acquire(self.pool, "matmul", self.b_block_floats(n, k))?;
         let b_pack = SharedPanels(lease.as_mut_slice::<f32>().as_mut_ptr());
+        // The row tasks' A blocks: one part per thread, leased once for the whole call.
+        let a_scratch = TaskScratch::new(
+            self.pool,
+            "matmul",
+            self.par.threads(),
+            self.a_block_floats(m, k),
+        )?;
         let errors = TaskErrors::default();
         for jc in (0..n).step_by(kern.nc) {
             let nc = (n - jc).min(kern.nc);
@@ -505,19 +537,23 @@ impl Gemm<'_> {
                 self.par
                     .parallel_for(m.div_ceil(mr), 1, &|range: Range<usize>| {
                         let rows = range.start * mr..(range.end * mr).min(m);
-                        // SAFETY: tasks get disjoint row ranges of C inside the caller's
-                        // region; the block's columns `jc..jc + nc` lie inside it too.
-                        let result = unsafe {
-                            self.row_blocks(
-                                rows.len(),
-                                a.at(rows.start, pc),
-                                kc,
-                                packed,
-                                nc,
-                                c.at(rows.start, jc),
-                                pc > 0,
-                            )
-                        };
+                        let result = a_scratch.with(|a_pack| {
+                            // SAFETY: tasks get disjoint row ranges of C inside the
+                            // caller's region; the block's columns `jc..jc + nc` lie
+                            // inside it too; `a_pack` holds an A block of depth `k`.
+                            unsafe {
+                                self.row_blocks(
+                                    rows.len(),
+                                    a.at(rows.start, pc),
+                                    kc,
+                                    packed,
+                                    nc,
+                                    c.at(rows.start, jc),
+                                    pc > 0,
+                                    a_pack,
+                                )
+                            }
+                        });
                         errors.record(result);
                     });
             }
@@ -532,18 +568,14 @@ impl Gemm<'_> {
         n.min(kern.nc).div_ceil(kern.nr) * kern.nr * k.min(kern.kc)
     }
 
-    /// A pool lease of at least `floats` f32s of packing scratch.
-    fn lease(&self, floats: usize) -> Result<tempra_pool::HostLease> {
-        self.pool
-            .acquire(floats * size_of::<f32>())
-            .map_err(|source| TensorError::Pool {
-                op: "matmul",
-                source,
-            })
+    /// The f32s of one packed A block of a product with `m` rows and depth `k`.
+    fn a_block_floats(&self, m: usize, k: usize) -> usize {
+        let kern = self.kernel;
+        m.min(kern.mc).div_ceil(kern.mr) * kern.mr * k.min(kern.kc)
     }
 
     /// `C[0..m, 0..nc] (+)= A[0..m, 0..kc] · B_block` for one packed B block, packing `A`
-    /// `mc` rows at a time into its own scratch.
+    /// `mc` rows at a time into `a_pack` (at least `a_block_floats(m, kc)` f32s).
     ///
     /// # Safety
     ///
@@ -559,11 +591,10 @@ impl Gemm<'_> {
         nc: usize,
         c: OutPtr,
         accumulate: bool,
+        a_pack: &mut [f32],
     ) -> Result<()> {
         let kern = self.kernel;
         let mr = kern.mr;
-        let mut lease = self.lease(m.min(kern.mc).div_ceil(mr) * mr * kc)?;
-        let a_pack = lease.as_mut_slice::<f32>();
         for ic in (0..m).step_by(kern.mc) {
             let mc = (m - ic).min(kern.mc);
             pack_panels(kern.pack, a.at(ic, 0), mr, mc, a.rs, kc, a.cs, a_pack);
@@ -591,6 +622,30 @@ impl Gemm<'_> {
         if m == 0 || n == 0 {
             return Ok(());
         }
+        let mut lease = task_scratch::acquire(self.pool, "matmul", self.task_floats(m, n, k))?;
+        // SAFETY: forwarded contract; the lease holds `task_floats(m, n, k)` f32s.
+        unsafe { self.task_in(m, n, k, a, b, c, lease.as_mut_slice::<f32>()) }
+    }
+
+    /// [`Gemm::task`] packing into `scratch` (at least `task_floats(m, n, k)` f32s).
+    ///
+    /// # Safety
+    ///
+    /// As [`Gemm::gemm`].
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn task_in(
+        &self,
+        m: usize,
+        n: usize,
+        k: usize,
+        a: MatRef<'_>,
+        b: MatRef<'_>,
+        c: OutPtr,
+        scratch: &mut [f32],
+    ) -> Result<()> {
+        if m == 0 || n == 0 {
+            return Ok(());
+        }
         if k == 0 {
             for i in 0..m {
                 // SAFETY: row `i` of the caller's `m × n` region.
@@ -601,8 +656,7 @@ impl Gemm<'_> {
         let kern = self.kernel;
         let nr = kern.nr;
         debug_assert!(kern.kc <= KC_MAX);
-        let mut lease = self.lease(self.b_block_floats(n, k))?;
-        let b_pack = lease.as_mut_slice::<f32>();
+        let (b_pack, a_pack) = scratch.split_at_mut(self.b_block_floats(n, k));
         for jc in (0..n).step_by(kern.nc) {
             let nc = (n - jc).min(kern.nc);
             for pc in (0..k).step_by(kern.kc) {
@@ -610,7 +664,9 @@ impl Gemm<'_> {
                 pack_panels(kern.pack, b.at(pc, jc), nr, nc, b.cs, kc, b.rs, b_pack);
                 // SAFETY: the block's columns `jc..jc + nc` of all `m` rows lie inside the
                 // caller's region.
-                unsafe { self.row_blocks(m, a.at(0, pc), kc, b_pack, nc, c.at(0, jc), pc > 0)? };
+                unsafe {
+                    self.row_blocks(m, a.at(0, pc), kc, b_pack, nc, c.at(0, jc), pc > 0, a_pack)?
+                };
             }
         }
         Ok(())

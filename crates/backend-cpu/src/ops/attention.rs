@@ -22,6 +22,7 @@ use crate::kernels::attention::{
 use crate::kernels::attention_blocked::{self as blocked, WIDE_ROWS, WideScratch};
 use crate::ops::{Exec, Outcome, input, output};
 use crate::parallel::TaskErrors;
+use crate::task_scratch::TaskScratch;
 
 /// Multiply-adds per task below which attention stays on one thread. Low for its work:
 /// decode attention waits on cached K/V rows from DRAM more than it computes (110m Q4_0
@@ -148,31 +149,19 @@ pub(crate) fn attention(
     let y_rows = OutPtr::new(y, dv);
     let n_items = n_lead * n_blocks * hkv * n_sub;
     let errors = TaskErrors::default();
-    exec.workers.parallel_for(n_items, min_items, |items| {
+    let attend_items = |items: std::ops::Range<usize>, wide_buf: Option<&mut [f32]>| {
         let mut scratch = Scratch::new();
         let mut q_small = [0f32; MAX_ROWS * MAX_HEAD_DIM];
         let mut out_small = [0f32; MAX_ROWS * MAX_HEAD_DIM];
-        // Blocked tiles: queries, outputs and the packing scratch from one pool lease.
-        let mut lease = None;
-        if wide {
-            let len = WIDE_ROWS * (dp + dv) + WideScratch::len(&kern, d, dv);
-            match exec.scratch_f32("attention", len) {
-                Ok(l) => lease = Some(l),
-                Err(e) => {
-                    errors.record(Err(e));
-                    return;
-                }
-            }
-        }
-        let (qbuf, tile_out, mut wide_scratch) = match lease.as_mut() {
-            Some(l) => {
-                let buf = l.as_mut_slice::<f32>();
+        let (qbuf, tile_out, mut wide_scratch) = match wide_buf {
+            Some(buf) => {
                 let (q, rest) = buf.split_at_mut(WIDE_ROWS * dp);
                 let (o, rest) = rest.split_at_mut(WIDE_ROWS * dv);
                 (q, o, Some(WideScratch::new(&kern, d, dv, rest)))
             }
             None => (&mut q_small[..], &mut out_small[..], None),
         };
+
         // Items are ordered (lead, position block, kv head, sub-group), like the output
         // rows; walk them grouped by (kv head, sub-group) instead, so consecutive tiles
         // read the same key/value rows while they are still in cache (prefill).
@@ -235,6 +224,32 @@ pub(crate) fn attention(
                     .copy_from_slice(values);
             }
         }
+    };
+    // Blocked tiles: queries, outputs and the packing scratch, one part per thread of one
+    // pool lease made here (see `TaskScratch`).
+    let wide_parts = if wide {
+        let len = WIDE_ROWS * (dp + dv) + WideScratch::len(&kern, d, dv);
+        Some(TaskScratch::new(
+            exec.pool,
+            "attention",
+            exec.workers.threads(),
+            len,
+        )?)
+    } else {
+        None
+    };
+    exec.workers.parallel_for(n_items, min_items, |items| {
+        let result = match &wide_parts {
+            Some(parts) => parts.with(|buf| {
+                attend_items(items.clone(), Some(buf));
+                Ok(())
+            }),
+            None => {
+                attend_items(items.clone(), None);
+                Ok(())
+            }
+        };
+        errors.record(result);
     });
     errors.finish()?;
     Ok(Outcome::Done)
