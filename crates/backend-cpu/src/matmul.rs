@@ -76,7 +76,7 @@ pub(crate) fn matmul(g: &Gemm<'_>, a: &Tensor, b: &Tensor, out: &mut Tensor) -> 
     if batches > 1 && macs < SMALL_PRODUCT_MACS && g.par.threads() > 1 {
         let error = std::sync::Mutex::new(None);
         let min_items = (SMALL_PRODUCT_MACS / 16).div_ceil(macs).max(1);
-        let scratch = g.task_scratch(m, n, k)?;
+        let scratch = g.task_scratch(m, n, k, batches, min_items)?;
         g.par.parallel_for(batches, min_items, &|range| {
             let result = scratch.with(|buf| {
                 for bi in range.clone() {

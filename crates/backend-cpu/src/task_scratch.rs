@@ -101,6 +101,13 @@ impl TaskScratch {
     }
 }
 
+/// The most tasks a `parallel_for` over `n_items` with at least `min_items` per task (but
+/// a short last one) runs at once on `threads` threads: the parts a [`TaskScratch`] for
+/// it needs.
+pub(crate) fn max_tasks(threads: usize, n_items: usize, min_items: usize) -> usize {
+    threads.min(n_items.div_ceil(min_items.max(1))).max(1)
+}
+
 /// A pool lease of at least `floats` f32s of scratch for `op`.
 pub(crate) fn acquire(pool: &HostPool, op: &'static str, floats: usize) -> Result<HostLease> {
     pool.acquire(floats * size_of::<f32>())

@@ -434,7 +434,7 @@ impl Gemm<'_> {
             1
         };
         let min_items = MIN_PARALLEL_MACS.div_ceil(m * k * nr).max(edge_items);
-        let scratch = self.task_scratch(m, n, k)?;
+        let scratch = self.task_scratch(m, n, k, items, min_items)?;
         self.par
             .parallel_for(items, min_items, &|range: Range<usize>| {
                 let cols = range.start * nr..(range.end * nr).min(n);
@@ -466,16 +466,19 @@ impl Gemm<'_> {
         self.b_block_floats(n, k) + self.a_block_floats(m, k)
     }
 
-    /// Scratch for the parallel tasks of one call, each a [`Gemm::task_in`] over at most
-    /// `m × n` (depth `k`): one part per thread, leased once here (see
-    /// [`TaskScratch`]).
-    pub(crate) fn task_scratch(&self, m: usize, n: usize, k: usize) -> Result<TaskScratch> {
-        TaskScratch::new(
-            self.pool,
-            "matmul",
-            self.par.threads(),
-            self.task_floats(m, n, k),
-        )
+    /// Scratch for the parallel tasks of one call over `n_items` (at least `min_items` per
+    /// task), each a [`Gemm::task_in`] over at most `m × n` (depth `k`): one part per task
+    /// that can run at once, leased once here (see [`TaskScratch`]).
+    pub(crate) fn task_scratch(
+        &self,
+        m: usize,
+        n: usize,
+        k: usize,
+        n_items: usize,
+        min_items: usize,
+    ) -> Result<TaskScratch> {
+        let slots = task_scratch::max_tasks(self.par.threads(), n_items, min_items);
+        TaskScratch::new(self.pool, "matmul", slots, self.task_floats(m, n, k))
     }
 
     /// The shared-B schedule of [`Gemm::gemm`]: per B block, one job packs its panels
@@ -497,13 +500,10 @@ impl Gemm<'_> {
         let (mr, nr) = (kern.mr, kern.nr);
         let mut lease = task_scratch::acquire(self.pool, "matmul", self.b_block_floats(n, k))?;
         let b_pack = SharedPanels(lease.as_mut_slice::<f32>().as_mut_ptr());
-        // The row tasks' A blocks: one part per thread, leased once for the whole call.
-        let a_scratch = TaskScratch::new(
-            self.pool,
-            "matmul",
-            self.par.threads(),
-            self.a_block_floats(m, k),
-        )?;
+        // The row tasks' A blocks: one part per task that can run at once, leased once
+        // for the whole call.
+        let slots = task_scratch::max_tasks(self.par.threads(), m.div_ceil(mr), 1);
+        let a_scratch = TaskScratch::new(self.pool, "matmul", slots, self.a_block_floats(m, k))?;
         let errors = TaskErrors::default();
         for jc in (0..n).step_by(kern.nc) {
             let nc = (n - jc).min(kern.nc);

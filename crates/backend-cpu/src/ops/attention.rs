@@ -22,7 +22,7 @@ use crate::kernels::attention::{
 use crate::kernels::attention_blocked::{self as blocked, WIDE_ROWS, WideScratch};
 use crate::ops::{Exec, Outcome, input, output};
 use crate::parallel::TaskErrors;
-use crate::task_scratch::TaskScratch;
+use crate::task_scratch::{TaskScratch, max_tasks};
 
 /// Multiply-adds per task below which attention stays on one thread. Low for its work:
 /// decode attention waits on cached K/V rows from DRAM more than it computes (110m Q4_0
@@ -232,7 +232,7 @@ pub(crate) fn attention(
         Some(TaskScratch::new(
             exec.pool,
             "attention",
-            exec.workers.threads(),
+            max_tasks(exec.workers.threads(), n_items, min_items),
             len,
         )?)
     } else {
