@@ -42,11 +42,12 @@ impl TaskErrors {
 /// part of it (the creator's promise, restated at each dereference).
 #[derive(Clone, Copy)]
 pub(crate) struct DisjointWrites<T>(*mut T);
-// SAFETY: the tasks of the call write disjoint parts of the buffer, and the call returns
-// only after every task has ended, so no two threads touch the same element.
-unsafe impl<T> Send for DisjointWrites<T> {}
-// SAFETY: as above.
-unsafe impl<T> Sync for DisjointWrites<T> {}
+// SAFETY: the tasks of the call write disjoint parts of the buffer (of `T: Send`
+// elements), and the call returns only after every task has ended, so no two threads
+// touch the same element.
+unsafe impl<T: Send> Send for DisjointWrites<T> {}
+// SAFETY: as above; sharing the pointer only lets each task build its own disjoint part.
+unsafe impl<T: Send> Sync for DisjointWrites<T> {}
 
 impl<T> DisjointWrites<T> {
     /// Shares `buffer`'s elements with the tasks of one parallel call.

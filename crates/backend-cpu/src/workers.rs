@@ -26,6 +26,8 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 
+use crate::parallel::DisjointWrites;
+
 /// How long an idle worker spins on the job word before parking.
 pub const SPIN: Duration = Duration::from_micros(100);
 
@@ -196,7 +198,7 @@ impl WorkerPool {
         let item_len = item_len.max(1);
         let len = data.len();
         let n_items = len.div_ceil(item_len);
-        let base = SendPtr(data.as_mut_ptr());
+        let base = DisjointWrites::new(data);
         self.parallel_for(n_items, min_items_per_task, |items| {
             let start = items.start * item_len;
             let end = (items.end * item_len).min(len);
@@ -204,7 +206,7 @@ impl WorkerPool {
             // element ranges `start..end` (inside `data`, as `end <= len`) never overlap;
             // `data` is mutably borrowed for the whole call, which outlives every task.
             let part =
-                unsafe { std::slice::from_raw_parts_mut(base.get().add(start), end - start) };
+                unsafe { std::slice::from_raw_parts_mut(base.ptr().add(start), end - start) };
             f(items, part)
         });
     }
@@ -376,30 +378,6 @@ impl crate::parallel::Parallel for WorkerPool {
         WorkerPool::parallel_for(self, n_items, min_items, f)
     }
 }
-
-/// A raw pointer that may cross threads (its users guarantee disjoint access).
-struct SendPtr<T>(*mut T);
-
-impl<T> Clone for SendPtr<T> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<T> Copy for SendPtr<T> {}
-
-impl<T> SendPtr<T> {
-    /// The pointer (a method, so closures capture the whole `Send` wrapper).
-    fn get(self) -> *mut T {
-        self.0
-    }
-}
-
-// SAFETY: only used by `parallel_chunks_mut`, whose tasks write disjoint ranges of a
-// slice of `T: Send` that is exclusively borrowed for the duration of the job.
-unsafe impl<T: Send> Send for SendPtr<T> {}
-// SAFETY: as above; sharing the pointer only lets each task build its own disjoint slice.
-unsafe impl<T: Send> Sync for SendPtr<T> {}
 
 /// The default thread count: `TEMPRA_CPU_THREADS` when set to a positive number, else
 /// the number of physical cores this process may run on (hyper-threads share a core's

@@ -45,7 +45,7 @@ pub(crate) use operand::{MatRef, Values};
 use pack::{KC_MAX, PackOps, pack_panels};
 
 use crate::isa::{Isa, Level};
-use crate::parallel::{Parallel, TaskErrors};
+use crate::parallel::{DisjointWrites, Parallel, TaskErrors};
 use crate::task_scratch::{self, TaskScratch};
 
 /// A micro-kernel and the blocking that suits it.
@@ -362,24 +362,6 @@ impl OutPtr {
     }
 }
 
-/// The packed B block the tasks of one product share: written by disjoint panel ranges
-/// while it is packed, then only read.
-#[derive(Clone, Copy, Debug)]
-struct SharedPanels(*mut f32);
-
-// SAFETY: the packing tasks write disjoint panel ranges (`parallel_for` hands out disjoint
-// item ranges) and the compute tasks only read, after the packing job has returned.
-unsafe impl Send for SharedPanels {}
-// SAFETY: as above.
-unsafe impl Sync for SharedPanels {}
-
-impl SharedPanels {
-    /// The pointer (a method, so closures capture the whole `Sync` wrapper).
-    fn ptr(self) -> *mut f32 {
-        self.0
-    }
-}
-
 /// One product's settings: kernel, scratch pool and worker pool.
 #[derive(Clone, Copy)]
 pub(crate) struct Gemm<'a> {
@@ -499,7 +481,9 @@ impl Gemm<'_> {
         let kern = self.kernel;
         let (mr, nr) = (kern.mr, kern.nr);
         let mut lease = task_scratch::acquire(self.pool, "matmul", self.b_block_floats(n, k))?;
-        let b_pack = SharedPanels(lease.as_mut_slice::<f32>().as_mut_ptr());
+        // Written by the packing tasks in disjoint panel ranges, then only read by the
+        // row tasks after the packing job has returned.
+        let b_pack = DisjointWrites::new(lease.as_mut_slice::<f32>());
         // The row tasks' A blocks: one part per task that can run at once, leased once
         // for the whole call.
         let slots = task_scratch::max_tasks(self.par.threads(), m.div_ceil(mr), 1);
