@@ -273,10 +273,11 @@ mod avx2 {
     /// BF16 rows read as 32-bit pairs: the even element of a pair is the pair shifted
     /// left by 16, the odd one the pair with its low half cleared — two integer ops, no
     /// shuffle, per eight pairs where `rows_bf16` widens each half with a shuffle
-    /// (`vpmovzxwd`) and shifts it. `x` is split once per call into runs of its eight
-    /// even and eight odd values per 16, so the products stay exact f32 FMAs. From memory
-    /// (`decode_gemv_out_of_cache`, 5632 × 2048, 1 thread, Xeon) 13.2–13.4 → 14.0–14.2
-    /// GB/s (F16: 13.8–13.9).
+    /// (`vpmovzxwd`) and shifts it. `x` is split once per task (a range of rows) into
+    /// runs of its eight even and eight odd values per 16, so the products stay exact f32
+    /// FMAs. From memory (`decode_gemv_out_of_cache`, `PROBE_DTYPES=f16,bf16`, 5632 ×
+    /// 2048, 1 thread, Xeon, three interleaved runs of both builds) 13.0–13.5 → 13.2–14.0
+    /// GB/s.
     ///
     /// # Safety
     ///
@@ -291,14 +292,18 @@ mod avx2 {
         out: &mut [f32],
     ) {
         let k = x.len();
-        let mut split = [0f32; PAIRS_MAX_K];
+        // Only the first `k` values are written and read: not zeroing the other 32 KiB
+        // saves a memset per task.
+        let mut split = [std::mem::MaybeUninit::<f32>::uninit(); PAIRS_MAX_K];
         for (c, chunk) in x.chunks_exact(16).enumerate() {
             for i in 0..8 {
-                split[16 * c + i] = chunk[2 * i];
-                split[16 * c + 8 + i] = chunk[2 * i + 1];
+                split[16 * c + i].write(chunk[2 * i]);
+                split[16 * c + 8 + i].write(chunk[2 * i + 1]);
             }
         }
-        let xp = split.as_ptr();
+        // Values `0..k` of `split` are initialized (`k` is a multiple of 16, every chunk
+        // wrote its 16), and the loads below stay below `k`.
+        let xp = split.as_ptr() as *const f32;
         let high = _mm256_set1_epi32(0xFFFF_0000u32 as i32);
         for (o, j) in out.iter_mut().zip(rows) {
             // SAFETY: row `j` is in range (the caller); reads stay below `k` in the row

@@ -62,7 +62,7 @@ pub(crate) const INTERLEAVED: [DType; 5] = [
 ];
 
 /// The weight formats, in table order.
-const FORMATS: [DType; 10] = [
+pub(crate) const FORMATS: [DType; 10] = [
     DType::Q4_0,
     DType::Q4_1,
     DType::Q5_0,

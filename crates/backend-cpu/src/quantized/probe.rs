@@ -5,7 +5,7 @@
 use tempra_tensor::DType;
 use tempra_tensor::quant::{quantize_row, vec_dot_dtype};
 
-use super::kernels::available_kernels;
+use super::kernels::{FORMATS, available_kernels};
 use crate::gemm::probe::best_of;
 
 #[test]
@@ -16,18 +16,7 @@ fn dot_in_cache() {
     for kernels in available_kernels() {
         let k = 4096;
         let rows = 64;
-        for dtype in [
-            DType::Q4_0,
-            DType::Q4_1,
-            DType::Q5_0,
-            DType::Q5_1,
-            DType::Q8_0,
-            DType::Q2K,
-            DType::Q3K,
-            DType::Q4K,
-            DType::Q5K,
-            DType::Q6K,
-        ] {
+        for dtype in FORMATS {
             let act = vec_dot_dtype(dtype);
             let vals: Vec<f32> = (0..rows * k)
                 .map(|i| ((i * 7919) % 113) as f32 / 50.0 - 1.1)

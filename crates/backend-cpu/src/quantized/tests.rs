@@ -7,20 +7,7 @@ use tempra_tensor::DType;
 use tempra_tensor::quant::{dequantize_row, quantize_row, vec_dot, vec_dot_dtype};
 use tempra_tensor::random::SplitMix64;
 
-use super::kernels::{QuantKernels, available_kernels};
-
-const FORMATS: [DType; 10] = [
-    DType::Q4_0,
-    DType::Q4_1,
-    DType::Q5_0,
-    DType::Q5_1,
-    DType::Q8_0,
-    DType::Q2K,
-    DType::Q3K,
-    DType::Q4K,
-    DType::Q5K,
-    DType::Q6K,
-];
+use super::kernels::{FORMATS, QuantKernels, available_kernels};
 
 fn tables() -> Vec<QuantKernels> {
     available_kernels()

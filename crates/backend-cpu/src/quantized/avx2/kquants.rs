@@ -19,7 +19,7 @@ use std::arch::x86_64::*;
 
 use tempra_tensor::DType;
 
-use super::{Q8K_BSUMS, Q8K_BYTES, Q8K_QS, fp16, hsum, rows, rows_dispatch};
+use super::{Q8K_BSUMS, Q8K_BYTES, Q8K_QS, fp16, hsum, hsum128, rows, rows_dispatch};
 use crate::quantized::kernels::DotFn;
 
 /// How far ahead of the current super-block the weight row is prefetched: the one-row
@@ -410,9 +410,7 @@ macro_rules! k_quant_dots {
                 });
             });
             for r in 0..R {
-                let m = _mm_add_ps(accm[r], _mm_movehl_ps(accm[r], accm[r]));
-                let m = _mm_add_ss(m, _mm_movehdup_ps(m));
-                out[r] = hsum(acc[r]) + _mm_cvtss_f32(m);
+                out[r] = hsum(acc[r]) + hsum128(accm[r]);
             }
         }
 
@@ -446,9 +444,7 @@ macro_rules! k_quant_dots {
                 });
             });
             for r in 0..R {
-                let m = _mm_add_ps(accm[r], _mm_movehl_ps(accm[r], accm[r]));
-                let m = _mm_add_ss(m, _mm_movehdup_ps(m));
-                out[r] = hsum(acc[r]) + _mm_cvtss_f32(m);
+                out[r] = hsum(acc[r]) + hsum128(accm[r]);
             }
         }
 

@@ -246,10 +246,18 @@ pub(super) fn madd_add(acc: __m256i, s: __m256i, p: __m256i) -> __m256i {
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) fn hsum(v: __m256) -> f32 {
-    let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    let s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    _mm_cvtss_f32(s)
+    hsum128(_mm_add_ps(
+        _mm256_castps256_ps128(v),
+        _mm256_extractf128_ps(v, 1),
+    ))
+}
+
+/// The sum of the 4 lanes.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn hsum128(v: __m128) -> f32 {
+    let s = _mm_add_ps(v, _mm_movehl_ps(v, v));
+    _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)))
 }
 
 /// The activation row pointers as an array.
