@@ -42,5 +42,6 @@ pub use autograd::Autograd;
 pub use error::{AutogradError, Result};
 pub use grad_mode::{NoGradGuard, is_grad_enabled, no_grad};
 pub use grad_store::GradStore;
+pub use node::tracking;
 pub use param_store::{ParamId, ParamStore};
 pub use var::{Var, VarId};

@@ -87,8 +87,11 @@ impl VarId {
 }
 
 /// Whether an op over `inputs` records: some input requires grad and grad mode is on.
+/// Whether an op over `inputs` records a node on the tape: some input requires grad
+/// and grad mode is on. Callers that supply an op's output themselves (a step arena)
+/// do so only when this is false.
 #[inline]
-pub(crate) fn tracking(inputs: &[&Var]) -> bool {
+pub fn tracking(inputs: &[&Var]) -> bool {
     inputs.iter().any(|v| v.node.is_some()) && is_grad_enabled()
 }
 

@@ -43,8 +43,8 @@ pub(crate) struct DeviceContext {
     pub(crate) staging_pool: BufferPool<DeviceMemory>,
     /// Non-pooled tensor buffers (uploaded weights).
     pub(crate) owned_memory: DeviceMemory,
-    /// Buffers of [`crate::BufferArena`]s (session-lifetime intermediates, KV caches).
-    pub(crate) arena_memory: DeviceMemory,
+    /// Persistent allocations through the seam (KV caches, step arenas).
+    pub(crate) persistent_memory: DeviceMemory,
     /// Device buffers alive, made by any of the above.
     pub(crate) live: Arc<AtomicUsize>,
     /// A small buffer bound where a kernel's optional input is absent.
@@ -90,7 +90,7 @@ impl DeviceContext {
             },
         );
         let owned_memory = memory(tensor_usage, "tempra weight");
-        let arena_memory = memory(tensor_usage, "tempra arena");
+        let persistent_memory = memory(tensor_usage, "tempra persistent");
         let placeholder = memory(tensor_usage, "tempra placeholder")
             .make(16)
             .map_err(|e| GpuError::Device {
@@ -128,7 +128,7 @@ impl DeviceContext {
             params_pool,
             staging_pool,
             owned_memory,
-            arena_memory,
+            persistent_memory,
             live,
             placeholder,
             rope_tables: Mutex::new(Vec::new()),

@@ -10,9 +10,8 @@
 //!   [`GpuError::NoAdapter`], so callers fall back to the CPU.
 //! - Device pool: a [`tempra_pool::BufferPool`] over [`DeviceMemory`]; a released buffer is
 //!   handed out again only after the GPU work that used it completed.
-//! - [`BufferArena`]: every intermediate of a transformer forward pass and its KV cache,
-//!   sized from an [`ArenaShape`] and allocated once outside the pool, for LLM engines
-//!   that allocate nothing per step.
+//! - Persistent allocations (`Backend::allocate_persistent`: KV caches, step arenas) are
+//!   device buffers outside the pool, zeroed when made, freed when their last view drops.
 //!
 //! ```no_run
 //! use tempra_backend_gpu::GpuBackend;
@@ -37,8 +36,6 @@
 //! run the reference kernel and upload the result. [`GpuBackend::host_fallbacks`] counts
 //! them.
 
-mod arena;
-mod arena_shape;
 mod backend;
 mod block_on;
 mod device;
@@ -58,8 +55,6 @@ mod submission;
 mod transfer;
 mod window;
 
-pub use arena::{ArenaBuffers, ArenaReport, BufferArena};
-pub use arena_shape::{ArenaCapacity, ArenaShape, BufferRole, BufferSpec};
 pub use backend::GpuBackend;
 pub use device::{AdapterSummary, list_adapters};
 pub use error::{GpuError, Result};

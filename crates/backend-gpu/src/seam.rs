@@ -42,6 +42,29 @@ impl Backend for GpuBackend {
         Ok(Storage::Device(Box::new(storage)))
     }
 
+    /// Device memory outside the pool (session-lifetime state: KV caches, a step
+    /// arena's buffers), zeroed by wgpu when made; freed when the last view drops.
+    fn allocate_persistent(&self, bytes: usize) -> Result<Storage> {
+        const OP: &str = "allocate_persistent";
+        let size = bytes.max(4).next_multiple_of(4);
+        if size as u64 > self.ctx.rules.max_size {
+            return Err(crate::GpuError::TooLarge {
+                op: OP,
+                what: "a persistent buffer",
+                bytes: size as u64,
+                limit: self.ctx.rules.max_size,
+            }
+            .into_tensor_error(OP));
+        }
+        let block = self
+            .ctx
+            .persistent_memory
+            .make(size)
+            .map_err(|source| TensorError::Pool { op: OP, source })?;
+        let storage = GpuStorage::new(DeviceBuffer::Owned(block), bytes, self.ctx.clone());
+        Ok(Storage::Device(Box::new(storage)))
+    }
+
     fn pool_stats(&self) -> PoolStats {
         self.ctx.pool.stats()
     }

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use tempra_tensor::{RopeConfig, RopeScaling, RopeStyle};
+use tempra_tensor::{RopeConfig, RopeScaling, RopeStyle, UnaryOp};
 
 use crate::error::{LlmError, Result};
 use crate::gguf::{Metadata, keys};
@@ -56,11 +56,39 @@ impl Arch {
     /// How rope pairs dims: interleaved for `llama` (llama.cpp's "normal" mode), NeoX
     /// halves for the others.
     pub const fn rope_style(self) -> RopeStyle {
-        match self {
-            Arch::Llama => RopeStyle::Interleaved,
-            _ => RopeStyle::Neox,
+        self.description().rope_style
+    }
+
+    /// What the forward needs to know of this architecture beyond the file's
+    /// hyperparameters and the weights it has (biases, q/k norms and post-norms are
+    /// used where the file has them; soft-caps and sliding windows come from metadata).
+    pub const fn description(self) -> ArchDescription {
+        let (rope_style, gemma) = match self {
+            Arch::Llama => (RopeStyle::Interleaved, false),
+            Arch::Qwen2 | Arch::Qwen3 => (RopeStyle::Neox, false),
+            Arch::Gemma2 | Arch::Gemma3 => (RopeStyle::Neox, true),
+        };
+        ArchDescription {
+            rope_style,
+            scaled_embedding: gemma,
+            activation: if gemma {
+                UnaryOp::GeluTanh
+            } else {
+                UnaryOp::Silu
+            },
         }
     }
+}
+
+/// One architecture's facts the forward reads (see [`Arch::description`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArchDescription {
+    /// How rope pairs dims.
+    pub rope_style: RopeStyle,
+    /// Whether the token embedding is scaled by √D.
+    pub scaled_embedding: bool,
+    /// The gated FFN's activation (SwiGLU's SiLU, GeGLU's tanh-GELU).
+    pub activation: UnaryOp,
 }
 
 impl fmt::Display for Arch {

@@ -4,7 +4,7 @@
 //! of every architecture (`tests/data/hf`, also checked against transformers' logits),
 //! on stories260K (against llama2.c's `run.c`) and on a random llama long enough to run
 //! in several arena-sized chunks. A step allocates nothing from the device pool and runs
-//! nothing on the host, and a dropped session frees its arena.
+//! nothing on the host, and a dropped session frees its KV cache.
 //!
 //! Without a GPU adapter each test prints why and returns; `REQUIRE_GPU=1` makes that a
 //! failure. CI runs them on Mesa's lavapipe.
@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tempra_llm::LlmError;
-use tempra_llm::engine::{BackendKind, LoadOptions, Model, logits_slice};
+use tempra_llm::engine::{ArenaCapacity, BackendKind, LoadOptions, Model, logits_slice};
 use tempra_llm::testing::{ModelShape, RandomModelSpec, shared_file, write_random_model};
 use tempra_tensor::DType;
 
@@ -32,12 +32,18 @@ fn load(
     kv_type: DType,
     context_length: Option<usize>,
 ) -> Option<Arc<Model>> {
+    // A long context gets a small step arena, so long inputs run in several chunks.
+    let arena = context_length.map(|_| ArenaCapacity {
+        max_batch_tokens: 256,
+        max_logit_rows: 32,
+    });
     let options = LoadOptions {
         tokenizer,
         kv_type,
         backend,
         context_length,
         threads: Some(2),
+        arena,
         ..LoadOptions::default()
     };
     match Model::load(path, &options) {
@@ -110,7 +116,7 @@ fn greedy(model: &Arc<Model>, prompt: &[u32], n: usize) -> Vec<u32> {
 /// content by the backend, not leased per call, so this does not depend on how far the
 /// GPU lags behind the host).
 fn check_no_allocation_no_fallback(model: &Arc<Model>, what: &str) {
-    let gpu = model.gpu_backend().expect("a GPU model");
+    let gpu = model.executor().gpu_backend().expect("a GPU model");
     let fallbacks = gpu.host_fallbacks();
     assert!(fallbacks.is_empty(), "{what}: host fallbacks {fallbacks:?}");
     let before = gpu.pool().stats();
@@ -287,9 +293,15 @@ fn long_inputs_run_in_arena_sized_chunks() {
     assert_eq!(gs.len(), 101);
     check_no_allocation_no_fallback(&gpu, "random llama");
 
-    // Dropping a session frees its arena.
-    let backend = gpu.gpu_backend().unwrap();
-    assert!(gs.is_gpu() && !cs.is_gpu() && gs.device_bytes() > 0);
+    // The caches live where the model runs; dropping a session frees its cache.
+    let backend = gpu.executor().gpu_backend().unwrap();
+    assert_eq!(
+        (gs.cache().location(), cs.cache().location()),
+        ("wgpu", "host")
+    );
+    assert!(gs.cache().bytes() > 0);
+    let stats = gpu.executor().arena_stats();
+    assert_eq!((stats.pool_outputs, stats.replaced), (0, 0), "{stats:?}");
     let with_session = backend.live_buffers();
     drop(gs);
     let before = backend.live_buffers();

@@ -1,15 +1,20 @@
 //! `CpuEngine`: the CPU inference engine assembled from its public parts (a pool the
-//! harness holds, the CPU backend, the weights and `forward`), so that the scenarios can
-//! read and reset the pool's counters and `close()` it. A step is exactly what
-//! `Session::step` runs: `forward` under `no_grad` with the session's KV cache.
+//! harness holds, the CPU backend, the weights, a step arena and `forward_in`), so that
+//! the scenarios can read and reset the pool's counters and `close()` it. A step is
+//! exactly what `Session::step` runs: `forward_in` under `no_grad` with the executor's
+//! step arena and the session's KV cache.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use anyhow::Result;
 use tempra_autograd::{Autograd, no_grad};
 use tempra_backend_cpu::CpuBackend;
 use tempra_llm::ModelFile;
-use tempra_llm::engine::{KvCache, LogitRows, ModelWeights, forward, logits_slice};
+use tempra_llm::engine::{
+    ArenaCapacity, ArenaStats, KvCache, LogitRows, ModelWeights, StepArena, forward_in,
+    logits_slice,
+};
 use tempra_llm::model_config::ModelConfig;
 use tempra_pool::HostPool;
 use tempra_tensor::{DType, ExecContext};
@@ -25,6 +30,8 @@ pub struct CpuEngine {
     pub config: ModelConfig,
     /// The weights (zero-copy views of the file mapping).
     pub weights: ModelWeights,
+    /// The step arena every step writes its intermediates into.
+    arena: RefCell<StepArena>,
 }
 
 impl CpuEngine {
@@ -34,18 +41,28 @@ impl CpuEngine {
         let weights = ModelWeights::from_file(file, &config)?;
         let pool = HostPool::host();
         let backend = CpuBackend::with_threads(pool.clone(), threads);
+        let ctx = ExecContext::new(Arc::new(backend));
+        let capacity = ArenaCapacity::for_context(config.context_length);
+        let arena = StepArena::new(&ctx, "harness", &config, capacity)?;
         Ok(Self {
             pool,
-            ag: Autograd::new(ExecContext::new(Arc::new(backend))),
+            ag: Autograd::new(ctx),
             config,
             weights,
+            arena: RefCell::new(arena),
         })
+    }
+
+    /// What the step arena did so far.
+    pub fn arena_stats(&self) -> ArenaStats {
+        self.arena.borrow().stats()
     }
 
     /// A KV cache of `context` positions (f16, as sessions use by default).
     pub fn kv_cache(&self, context: usize) -> Result<KvCache> {
         let c = &self.config;
         Ok(KvCache::new(
+            self.ag.ctx(),
             c.block_count,
             context,
             c.head_count_kv,
@@ -69,10 +86,12 @@ impl CpuEngine {
     }
 
     /// Runs `tokens` after what `cache` holds and returns the greedy next token; the
-    /// logits return to the pool before this returns.
+    /// logits view is dropped before this returns.
     pub fn run(&self, cache: &mut KvCache, tokens: &[u32]) -> Result<u32> {
         let _guard = no_grad();
-        let logits = forward(
+        let mut arena = self.arena.borrow_mut();
+        let logits = forward_in(
+            &mut arena,
             &self.ag,
             &self.config,
             &self.weights,

@@ -70,6 +70,130 @@ impl ExecContext {
     }
 }
 
+/// Where an op's output goes: a fresh contiguous block from the backend's pool, or a
+/// region the caller supplies (an `*_into` variant: a step arena's slot, a cache row).
+pub(crate) enum Dest<'a> {
+    /// A fresh output from the pool, returned to the caller.
+    Pool,
+    /// The caller's output, checked by [`check_output`] before the kernel runs.
+    Into(&'a mut Tensor),
+}
+
+impl ExecContext {
+    /// Runs `kernel` on the output of an op whose inputs are checked: a fresh `shape` ×
+    /// `dtype` tensor from the pool (returned as `Some`), or the caller's region after
+    /// [`check_output`] (then `None`). `inputs` are what the kernel reads.
+    pub(crate) fn run_op(
+        &self,
+        op: &'static str,
+        shape: Shape,
+        dtype: DType,
+        dest: Dest<'_>,
+        inputs: &[&Tensor],
+        kernel: impl FnOnce(&dyn Backend, &mut Tensor) -> Result<()>,
+    ) -> Result<Option<Tensor>> {
+        match dest {
+            Dest::Pool => {
+                let mut out = self.alloc(op, shape, dtype)?;
+                kernel(&*self.backend, &mut out)?;
+                Ok(Some(out))
+            }
+            Dest::Into(out) => {
+                check_output(op, out, &shape, dtype, inputs)?;
+                kernel(&*self.backend, out)?;
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// The output of a [`Dest::Pool`] run: always there (the `Option` only says which
+/// destination ran).
+pub(crate) fn fresh(op: &'static str, out: Result<Option<Tensor>>) -> Result<Tensor> {
+    out?.ok_or(TensorError::Argument {
+        op,
+        name: "out",
+        reason: "no output was produced".into(),
+    })
+}
+
+/// The byte range `[start, end)` a layout addresses in its storage.
+fn byte_range(layout: &Layout) -> (usize, usize) {
+    let start = layout.offset().saturating_mul(layout.dtype().block_bytes());
+    (start, layout.bytes_spanned())
+}
+
+/// Checks a caller-supplied output against what the op produces (the output rule of
+/// [`Backend`]): of `shape` and `dtype`, contiguous, in writable storage, and exclusively
+/// the op's: a host buffer must be held by this tensor alone (kernels write through it),
+/// and on any storage the output's bytes must not overlap an input's.
+pub(crate) fn check_output(
+    op: &'static str,
+    out: &Tensor,
+    shape: &Shape,
+    dtype: DType,
+    inputs: &[&Tensor],
+) -> Result<()> {
+    if out.shape() != shape {
+        return Err(TensorError::ShapeMismatch {
+            op,
+            lhs: *out.shape(),
+            rhs: *shape,
+        });
+    }
+    if out.dtype() != dtype {
+        return Err(TensorError::DTypeMismatch {
+            op,
+            lhs: out.dtype(),
+            rhs: dtype,
+        });
+    }
+    if !out.is_contiguous() {
+        return Err(TensorError::Argument {
+            op,
+            name: "out",
+            reason: format!("must be contiguous ({})", out.layout()),
+        });
+    }
+    match out.storage() {
+        crate::Storage::Mapped(_) | crate::Storage::Static(_) => {
+            return Err(TensorError::Argument {
+                op,
+                name: "out",
+                reason: format!("{} storage is read-only", out.storage().kind()),
+            });
+        }
+        crate::Storage::Device(_) => {}
+        crate::Storage::Pooled(_) | crate::Storage::Owned(_) => {
+            if !out.is_unique() {
+                return Err(TensorError::Argument {
+                    op,
+                    name: "out",
+                    reason: format!(
+                        "its storage is shared by {} tensors; an output must be held by \
+                         one tensor alone",
+                        out.storage_refs()
+                    ),
+                });
+            }
+        }
+    }
+    let (start, end) = byte_range(out.layout());
+    for (i, input) in inputs.iter().enumerate() {
+        if input.same_storage(out) {
+            let (s, e) = byte_range(input.layout());
+            if s < end && start < e {
+                return Err(TensorError::Argument {
+                    op,
+                    name: "out",
+                    reason: format!("overlaps input {i} (bytes {s}..{e} of its storage)"),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Puts `op` into an error raised by a helper on its behalf.
 pub(crate) fn rename_op(err: TensorError, new_op: &'static str) -> TensorError {
     use TensorError as E;

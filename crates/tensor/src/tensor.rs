@@ -164,6 +164,36 @@ impl Tensor {
         std::mem::replace(&mut self.layout, layout)
     }
 
+    /// Makes this handle view the contiguous region of `dims` (its dtype) that starts
+    /// `offset` storage units into its storage, in place: no new handle, no refcount
+    /// change. A step arena uses it to point one long-lived buffer at a step's rows and
+    /// shape. Only this handle's view changes; other views of the storage keep theirs.
+    ///
+    /// Errors: a shape invalid for the dtype, or a region past the end of the storage.
+    pub fn set_view(&mut self, offset: usize, dims: &[usize]) -> Result<()> {
+        let contiguous = Layout::contiguous(Shape::new(dims)?, self.dtype())?;
+        let layout = Layout::from_parts(
+            *contiguous.shape(),
+            contiguous.strides(),
+            offset,
+            self.dtype(),
+        )?;
+        let needed = layout.bytes_spanned();
+        if needed > self.storage.byte_len() {
+            return Err(TensorError::Argument {
+                op: "set_view",
+                name: "region",
+                reason: format!(
+                    "{layout} spans {needed} bytes but the {} storage holds {}",
+                    self.storage.kind(),
+                    self.storage.byte_len()
+                ),
+            });
+        }
+        self.layout = layout;
+        Ok(())
+    }
+
     fn with_layout(&self, layout: Layout) -> Tensor {
         Tensor {
             storage: Arc::clone(&self.storage),

@@ -8,7 +8,6 @@
 
 mod common;
 
-mod arena;
 mod attention;
 mod copy;
 mod device;

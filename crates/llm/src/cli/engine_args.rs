@@ -67,6 +67,7 @@ impl EngineArgs {
                 BackendArg::Gpu => BackendKind::Gpu,
             },
             prepare_weights: !self.no_repack,
+            arena: None,
         };
         let file = self.model.open()?;
         Model::from_file(file, &options).with_context(|| self.model.model.display().to_string())

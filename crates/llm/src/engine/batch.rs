@@ -2,17 +2,22 @@
 //!
 //! The embedding, the norms and every `linear` run on an `[N, D]` batch, so each weight
 //! matrix is read once for all the sessions (continuous batching); rope takes each row's
-//! own position, and attention runs per sequence against that session's own KV cache.
+//! own position, and attention runs per sequence against that session's own KV cache,
+//! each writing its row of the step arena's attention slot. The same code runs on every
+//! backend.
 
 use std::sync::Arc;
 
 use tempra_autograd::{Var, no_grad};
-use tempra_tensor::Tensor;
+use tempra_tensor::{BinaryOp, Tensor};
 
 use crate::engine::forward::{
     attention_output, attention_params, embed, ffn_block, output_logits, project_qkv,
 };
+use crate::engine::model::Model;
+use crate::engine::outputs::Outputs;
 use crate::engine::session::Session;
+use crate::engine::step_arena::Slot;
 use crate::error::{LlmError, Result};
 
 /// Runs `tokens[i]` through `sessions[i]` for every `i` in one batched pass and returns
@@ -55,64 +60,73 @@ pub fn step_batch(sessions: &mut [&mut Session], tokens: &[u32]) -> Result<Tenso
             capacity: s.capacity(),
         });
     }
-    if sessions.iter().any(|s| s.is_gpu()) {
-        return step_each(sessions, tokens);
-    }
     let _guard = no_grad();
-    let ag = model.autograd();
-    let ctx = ag.ctx();
-    let weights = model.forward_weights();
-    let starts: Vec<usize> = sessions.iter().map(|s| s.len()).collect();
-    let positions: Vec<u32> = starts.iter().map(|&p| p as u32).collect();
-    let positions = ctx.from_slice(&positions, &[n])?;
-    let ids = ctx.from_slice(tokens, &[n])?;
-    let mut x = embed(ag, config, weights, &ids)?;
-    let mut rows: Vec<Var> = Vec::with_capacity(n);
-    for (l, layer) in weights.layers.iter().enumerate() {
-        let (q, k, v) = project_qkv(ag, config, weights, layer, l, &x, &positions)?;
-        rows.clear();
-        for (i, session) in sessions.iter_mut().enumerate() {
-            let (cache, _) = session.state_mut();
-            let k_i = k.tensor().narrow(0, i, 1)?;
-            let v_i = v.tensor().narrow(0, i, 1)?;
-            cache.write(ctx, l, &k_i, &v_i)?;
-            let (keys, values) = cache.view(l, 1)?;
-            let q_i = q.narrow(0, i, 1)?;
-            let params = attention_params(config, l, starts[i]);
-            rows.push(ag.attention(&q_i, &Var::constant(keys), &Var::constant(values), &params)?);
-        }
-        drop((q, k, v));
-        let attn = if n == 1 {
-            rows.pop().ok_or_else(|| LlmError::Argument {
-                what: "empty batch".into(),
-            })?
-        } else {
-            let parts: Vec<&Var> = rows.iter().collect();
-            ag.concat(&parts, 0)?
-        };
-        rows.clear();
-        let attn = attention_output(ag, config, layer, attn)?;
-        x = ag.add_inplace(x, &attn)?;
-        let ffn = ffn_block(ag, config, layer, &x)?;
-        x = ag.add_inplace(x, &ffn)?;
-    }
+    let executor = model.executor();
+    let logits = executor.run(|out| {
+        let logits = batch_forward(out, &model, sessions, tokens)?;
+        Ok(executor.ctx().to_host(logits.tensor())?)
+    })?;
     for (session, &token) in sessions.iter_mut().zip(tokens) {
         let (cache, history) = session.state_mut();
         cache.advance(1);
         history.push(token);
     }
-    Ok(output_logits(ag, config, weights, &x)?.into_tensor())
+    Ok(logits)
 }
 
-/// Steps each session alone and stacks the logits (sessions whose KV cache lives on a
-/// device, which the host batch cannot write).
-fn step_each(sessions: &mut [&mut Session], tokens: &[u32]) -> Result<Tensor> {
-    let mut values: Vec<f32> = Vec::new();
-    for (session, &token) in sessions.iter_mut().zip(tokens) {
-        values.extend(session.step(token)?.to_vec_f32()?);
+/// The batched step through the forward's blocks: one `[N, D]` pass for everything but
+/// attention, which writes each session's row of the attention slot from its own cache.
+fn batch_forward(
+    out: &mut Outputs<'_>,
+    model: &Model,
+    sessions: &mut [&mut Session],
+    tokens: &[u32],
+) -> Result<Var> {
+    let n = sessions.len();
+    let config = model.config();
+    let weights = model.forward_weights();
+    // Positions from a stack buffer for batches up to 64 sessions (no heap per step).
+    let mut stack = [0u32; 64];
+    let mut heap = Vec::new();
+    let positions: &mut [u32] = if n <= stack.len() {
+        &mut stack[..n]
+    } else {
+        heap.resize(n, 0);
+        &mut heap
+    };
+    for (p, s) in positions.iter_mut().zip(sessions.iter()) {
+        *p = s.len() as u32;
     }
-    let vocab = values.len() / sessions.len();
-    Ok(Tensor::owned_from_slice(&values, &[sessions.len(), vocab])?)
+    let positions = out.ids(Slot::Positions, positions)?;
+    let ids = out.ids(Slot::TokenIds, tokens)?;
+    let mut x = embed(out, config, weights, &ids)?;
+    drop(ids);
+    let (hq, dv) = (config.head_count, config.value_length);
+    for (l, layer) in weights.layers.iter().enumerate() {
+        let (q, k, v) = project_qkv(out, config, weights, layer, l, &x, &positions)?;
+        let attn = out.write_rows(Slot::Attention, &[n, hq, dv], n, |i, ctx, row| {
+            let (cache, _) = sessions[i].state_mut();
+            let start = cache.len();
+            cache.write(
+                ctx,
+                l,
+                &k.tensor().narrow(0, i, 1)?,
+                &v.tensor().narrow(0, i, 1)?,
+            )?;
+            let (keys, values) = cache.view(l, 1)?;
+            let q_i = q.tensor().narrow(0, i, 1)?;
+            let params = attention_params(config, l, start);
+            Ok(ctx.attention_into(&q_i, &keys, &values, &params, row)?)
+        })?;
+        drop((q, k, v));
+        let attn = attention_output(out, config, layer, attn)?;
+        x = out.assign(Slot::Hidden, BinaryOp::Add, x, &attn)?;
+        drop(attn);
+        let ffn = ffn_block(out, config, layer, &x)?;
+        x = out.assign(Slot::Hidden, BinaryOp::Add, x, &ffn)?;
+    }
+    drop(positions);
+    output_logits(out, config, weights, &x)
 }
 
 #[cfg(test)]
@@ -186,6 +200,10 @@ mod tests {
         let first = step_batch(&mut refs, &next).expect("batch");
         let second = step_batch(&mut refs, &then).expect("batch");
         assert_eq!(first.dims(), &[3, 300]);
+        // Both batched steps ran in the executor's arena (`first` was still held, so the
+        // second step's logits got a fresh buffer).
+        let stats = model.executor().arena_stats();
+        assert_eq!((stats.pool_outputs, stats.replaced), (0, 1), "{stats:?}");
         for (i, (a, b, tokens)) in alone.iter().enumerate() {
             let d1 = max_diff(&row(&first, i), a);
             let d2 = max_diff(&row(&second, i), b);

@@ -1,14 +1,17 @@
-//! The transformer forward, written once over [`Autograd`]'s `Var`s: with constant
-//! weights and a KV cache it serves inference (transients return to the pool as soon as
-//! they drop); with variable weights and no cache, the same code trains.
+//! The transformer forward, written once over [`Autograd`]'s `Var`s for every backend:
+//! with constant weights and a KV cache it serves inference (each intermediate in its
+//! slot of the executor's step arena, see [`crate::engine::outputs`]); with variable
+//! weights and no cache, the same code trains (outputs from the pool, on the tape).
 
 use tempra_autograd::{Autograd, Var};
-use tempra_tensor::{AttentionParams, Tensor, UnaryOp};
+use tempra_tensor::{AttentionParams, BinaryOp, Tensor, UnaryOp};
 
 use crate::engine::kv_cache::KvCache;
+use crate::engine::outputs::Outputs;
+use crate::engine::step_arena::{Slot, StepArena};
 use crate::engine::weights::{LayerWeights, ModelWeights};
 use crate::error::{LlmError, Result};
-use crate::model_config::{Arch, ModelConfig};
+use crate::model_config::ModelConfig;
 
 /// Which positions' logits a forward computes (only the needed rows go through the
 /// output head).
@@ -22,16 +25,53 @@ pub enum LogitRows {
 
 /// Runs `tokens` through the model at positions `cache.len()..` (or `0..` without a
 /// cache) and returns logits `[rows, vocab]`. With a cache, the new keys and values are
-/// written into it and it advances by `tokens.len()`.
+/// written into it and it advances by `tokens.len()`. Outputs come from the backend's
+/// pool (or the tape, for inputs that require grad); sessions run the same forward with
+/// their executor's step arena.
 pub fn forward(
     ag: &Autograd,
     config: &ModelConfig,
     weights: &ModelWeights,
     tokens: &[u32],
-    mut cache: Option<&mut KvCache>,
+    cache: Option<&mut KvCache>,
     rows: LogitRows,
 ) -> Result<Var> {
-    let ctx = ag.ctx();
+    let mut outputs = Outputs::pool(ag);
+    let logits = forward_step(&mut outputs, config, weights, tokens, cache, Some(rows))?;
+    logits.ok_or_else(|| LlmError::Argument {
+        what: "the forward computed no logits".into(),
+    })
+}
+
+/// [`forward`] with every intermediate that is not on the tape in its slot of `arena`
+/// (what a session's step runs): the logits view the arena's logits slot, so drop them
+/// before the next step (a view still held then costs that slot a fresh buffer).
+pub fn forward_in(
+    arena: &mut StepArena,
+    ag: &Autograd,
+    config: &ModelConfig,
+    weights: &ModelWeights,
+    tokens: &[u32],
+    cache: Option<&mut KvCache>,
+    rows: LogitRows,
+) -> Result<Var> {
+    let mut outputs = Outputs::arena(ag, arena);
+    let logits = forward_step(&mut outputs, config, weights, tokens, cache, Some(rows))?;
+    logits.ok_or_else(|| LlmError::Argument {
+        what: "the forward computed no logits".into(),
+    })
+}
+
+/// The forward over an output plan: `rows` `None` skips the output head (a prompt chunk
+/// before the last).
+pub(crate) fn forward_step(
+    out: &mut Outputs<'_>,
+    config: &ModelConfig,
+    weights: &ModelWeights,
+    tokens: &[u32],
+    mut cache: Option<&mut KvCache>,
+    rows: Option<LogitRows>,
+) -> Result<Option<Var>> {
     let t = tokens.len();
     if t == 0 {
         return Err(LlmError::Argument {
@@ -53,13 +93,14 @@ pub fn forward(
             capacity: c.capacity(),
         });
     }
-    let ids = ctx.from_slice(tokens, &[t])?;
-    let positions = position_ids(ag, start, t)?;
+    let ids = out.ids(Slot::TokenIds, tokens)?;
+    let positions = position_ids(out, start, t)?;
 
-    let mut x = embed(ag, config, weights, &ids)?;
+    let mut x = embed(out, config, weights, &ids)?;
+    drop(ids);
     for (l, layer) in weights.layers.iter().enumerate() {
         let attn = attention_block(
-            ag,
+            out,
             config,
             weights,
             layer,
@@ -69,38 +110,52 @@ pub fn forward(
             start,
             cache.as_deref_mut(),
         )?;
-        x = ag.add_inplace(x, &attn)?;
-        let ffn = ffn_block(ag, config, layer, &x)?;
-        x = ag.add_inplace(x, &ffn)?;
+        x = out.assign(Slot::Hidden, BinaryOp::Add, x, &attn)?;
+        drop(attn);
+        let ffn = ffn_block(out, config, layer, &x)?;
+        x = out.assign(Slot::Hidden, BinaryOp::Add, x, &ffn)?;
     }
     if let Some(c) = cache {
         c.advance(t);
     }
+    let Some(rows) = rows else {
+        return Ok(None);
+    };
     if rows == LogitRows::Last && t > 1 {
         x = x.narrow(0, t - 1, 1)?;
     }
-    output_logits(ag, config, weights, &x)
+    output_logits(out, config, weights, &x).map(Some)
 }
 
 /// Final norm, output head and optional logit soft-cap of `x [rows, D]` → `[rows, V]`.
 pub(crate) fn output_logits(
-    ag: &Autograd,
+    out: &mut Outputs<'_>,
     config: &ModelConfig,
     weights: &ModelWeights,
     x: &Var,
 ) -> Result<Var> {
-    let x = ag.rms_norm(x, &weights.output_norm, config.rms_norm_eps as f64)?;
-    let mut logits = ag.linear(&x, weights.head(), None)?;
-    if let Some(cap) = config.final_logit_softcap {
-        let cap = cap as f64;
-        logits = ag.mul_scalar(&ag.tanh(&ag.mul_scalar(&logits, 1.0 / cap)?)?, cap)?;
-    }
-    Ok(logits)
+    let x = out.rms_norm(
+        Slot::OutputNorm,
+        x,
+        &weights.output_norm,
+        config.rms_norm_eps as f64,
+    )?;
+    let logits = out.linear(Slot::Logits, &x, weights.head(), None)?;
+    drop(x);
+    let Some(cap) = config.final_logit_softcap else {
+        return Ok(logits);
+    };
+    let cap = cap as f64;
+    let scaled = out.mul_scalar(Slot::LogitsScratch, &logits, 1.0 / cap)?;
+    drop(logits);
+    let squashed = out.unary(Slot::Logits, UnaryOp::Tanh, &scaled)?;
+    drop(scaled);
+    out.mul_scalar(Slot::LogitsScratch, &squashed, cap)
 }
 
-/// Positions `start..start + t` as a U32 tensor `[t]`. Decode (and short prompts) fill
-/// them from a stack buffer: no heap allocation per token.
-fn position_ids(ag: &Autograd, start: usize, t: usize) -> Result<Tensor> {
+/// Positions `start..start + t` as a U32 tensor `[t]` in the positions slot. Decode (and
+/// short prompts) fill them from a stack buffer: no heap allocation per token.
+pub(crate) fn position_ids(out: &mut Outputs<'_>, start: usize, t: usize) -> Result<Tensor> {
     let mut stack = [0u32; 64];
     let ids = |buf: &mut [u32]| {
         for (i, p) in buf.iter_mut().enumerate() {
@@ -109,32 +164,33 @@ fn position_ids(ag: &Autograd, start: usize, t: usize) -> Result<Tensor> {
     };
     if t <= stack.len() {
         ids(&mut stack[..t]);
-        return Ok(ag.ctx().from_slice(&stack[..t], &[t])?);
+        return out.ids(Slot::Positions, &stack[..t]);
     }
     let mut heap = vec![0u32; t];
     ids(&mut heap);
-    Ok(ag.ctx().from_slice(&heap, &[t])?)
+    out.ids(Slot::Positions, &heap)
 }
 
-/// The token embedding of `ids [T]` → `[T, D]` (scaled by √D for Gemma).
+/// The token embedding of `ids [T]` → `[T, D]` in the hidden slot (scaled by √D where the
+/// architecture says so).
 pub(crate) fn embed(
-    ag: &Autograd,
+    out: &mut Outputs<'_>,
     config: &ModelConfig,
     weights: &ModelWeights,
     ids: &Tensor,
 ) -> Result<Var> {
-    let x = ag.embedding(&weights.token_embd, ids)?;
-    if matches!(config.arch, Arch::Gemma2 | Arch::Gemma3) {
-        return Ok(ag.mul_scalar(&x, (config.embedding_length as f64).sqrt())?);
+    if !config.arch.description().scaled_embedding {
+        return out.embedding(Slot::Hidden, &weights.token_embd, ids);
     }
-    Ok(x)
+    let x = out.embedding(Slot::Embedding, &weights.token_embd, ids)?;
+    out.mul_scalar(Slot::Hidden, &x, (config.embedding_length as f64).sqrt())
 }
 
 /// Norm, q/k/v projections, optional q/k norms, rope, cache write, attention, output
 /// projection and optional post-norm: the residual branch of the attention half.
 #[allow(clippy::too_many_arguments)]
 fn attention_block(
-    ag: &Autograd,
+    out: &mut Outputs<'_>,
     config: &ModelConfig,
     weights: &ModelWeights,
     layer: &LayerWeights,
@@ -145,24 +201,25 @@ fn attention_block(
     cache: Option<&mut KvCache>,
 ) -> Result<Var> {
     let t = x.dims()[0];
-    let (q, k, v) = project_qkv(ag, config, weights, layer, l, x, positions)?;
+    let (q, k, v) = project_qkv(out, config, weights, layer, l, x, positions)?;
     let params = attention_params(config, l, start);
     let attn = match cache {
         Some(cache) => {
-            cache.write(ag.ctx(), l, k.tensor(), v.tensor())?;
+            cache.write(out.ctx(), l, k.tensor(), v.tensor())?;
             drop((k, v));
             let (keys, values) = cache.view(l, t)?;
-            ag.attention(&q, &Var::constant(keys), &Var::constant(values), &params)?
+            let (keys, values) = (Var::constant(keys), Var::constant(values));
+            out.attention(Slot::Attention, &q, &keys, &values, &params)?
         }
-        None => ag.attention(&q, &k, &v, &params)?,
+        None => out.attention(Slot::Attention, &q, &k, &v, &params)?,
     };
-    attention_output(ag, config, layer, attn)
+    attention_output(out, config, layer, attn)
 }
 
 /// Norm, q/k/v projections, optional q/k norms and rope of `x [T, D]` at `positions [T]`:
 /// `q [T, Hq, Dk]`, `k [T, Hkv, Dk]`, `v [T, Hkv, Dv]`.
 pub(crate) fn project_qkv(
-    ag: &Autograd,
+    out: &mut Outputs<'_>,
     config: &ModelConfig,
     weights: &ModelWeights,
     layer: &LayerWeights,
@@ -174,27 +231,27 @@ pub(crate) fn project_qkv(
     let t = x.dims()[0];
     let (hq, hkv) = (config.head_count, config.head_count_kv);
     let (dk, dv) = (config.key_length, config.value_length);
-    let h = ag.rms_norm(x, &layer.attn_norm, eps)?;
-    let mut q = ag
-        .linear(&h, &layer.wq, layer.bq.as_ref())?
+    let h = out.rms_norm(Slot::Norm, x, &layer.attn_norm, eps)?;
+    let mut q = out
+        .linear(Slot::Q, &h, &layer.wq, layer.bq.as_ref())?
         .reshape(&[t, hq, dk])?;
-    let mut k = ag
-        .linear(&h, &layer.wk, layer.bk.as_ref())?
+    let mut k = out
+        .linear(Slot::K, &h, &layer.wk, layer.bk.as_ref())?
         .reshape(&[t, hkv, dk])?;
-    let v = ag
-        .linear(&h, &layer.wv, layer.bv.as_ref())?
+    let v = out
+        .linear(Slot::V, &h, &layer.wv, layer.bv.as_ref())?
         .reshape(&[t, hkv, dv])?;
     drop(h);
     if let Some(qn) = &layer.q_norm {
-        q = ag.rms_norm(&q, qn, eps)?;
+        q = out.rms_norm(Slot::QNormed, &q, qn, eps)?;
     }
     if let Some(kn) = &layer.k_norm {
-        k = ag.rms_norm(&k, kn, eps)?;
+        k = out.rms_norm(Slot::KNormed, &k, kn, eps)?;
     }
     let rope = config.rope_config(l)?;
     let freqs = weights.rope_freqs.as_ref();
-    let q = ag.rope(&q, positions, &rope, freqs)?;
-    let k = ag.rope(&k, positions, &rope, freqs)?;
+    let q = out.rope(Slot::QRoped, &q, positions, &rope, freqs)?;
+    let k = out.rope(Slot::KRoped, &k, positions, &rope, freqs)?;
     Ok((q, k, v))
 }
 
@@ -214,41 +271,48 @@ pub(crate) fn attention_params(config: &ModelConfig, l: usize, start: usize) -> 
 
 /// Output projection and optional post-norm of the attention result `[T, Hq, Dv]`.
 pub(crate) fn attention_output(
-    ag: &Autograd,
+    out: &mut Outputs<'_>,
     config: &ModelConfig,
     layer: &LayerWeights,
     attn: Var,
 ) -> Result<Var> {
     let t = attn.dims()[0];
     let attn = attn.reshape(&[t, config.head_count * config.value_length])?;
-    let mut out = ag.linear(&attn, &layer.wo, None)?;
-    if let Some(post) = &layer.post_attn_norm {
-        out = ag.rms_norm(&out, post, config.rms_norm_eps as f64)?;
+    let projected = out.linear(Slot::AttentionOut, &attn, &layer.wo, None)?;
+    drop(attn);
+    match &layer.post_attn_norm {
+        Some(post) => out.rms_norm(
+            Slot::AttentionPostNorm,
+            &projected,
+            post,
+            config.rms_norm_eps as f64,
+        ),
+        None => Ok(projected),
     }
-    Ok(out)
 }
 
-/// Norm, gated MLP (SwiGLU, or GeGLU with tanh-GELU for Gemma) and optional post-norm.
+/// Norm, gated MLP (the architecture's activation of the gate, times up) and optional
+/// post-norm.
 pub(crate) fn ffn_block(
-    ag: &Autograd,
+    out: &mut Outputs<'_>,
     config: &ModelConfig,
     layer: &LayerWeights,
     x: &Var,
 ) -> Result<Var> {
     let eps = config.rms_norm_eps as f64;
-    let h = ag.rms_norm(x, &layer.ffn_norm, eps)?;
-    let gate = ag.linear(&h, &layer.gate, None)?;
-    let up = ag.linear(&h, &layer.up, None)?;
+    let h = out.rms_norm(Slot::Norm, x, &layer.ffn_norm, eps)?;
+    let gate = out.linear(Slot::FfnGate, &h, &layer.gate, None)?;
+    let up = out.linear(Slot::FfnUp, &h, &layer.up, None)?;
     drop(h);
-    let act = match config.arch {
-        Arch::Gemma2 | Arch::Gemma3 => UnaryOp::GeluTanh,
-        _ => UnaryOp::Silu,
-    };
-    let gated = ag.mul(&ag.unary(act, &gate)?, &up)?;
-    drop((gate, up));
-    let mut out = ag.linear(&gated, &layer.down, None)?;
-    if let Some(post) = &layer.post_ffn_norm {
-        out = ag.rms_norm(&out, post, eps)?;
+    let act = config.arch.description().activation;
+    let activated = out.unary(Slot::FfnAct, act, &gate)?;
+    drop(gate);
+    let gated = out.assign(Slot::FfnAct, BinaryOp::Mul, activated, &up)?;
+    drop(up);
+    let down = out.linear(Slot::FfnDown, &gated, &layer.down, None)?;
+    drop(gated);
+    match &layer.post_ffn_norm {
+        Some(post) => out.rms_norm(Slot::FfnPostNorm, &down, post, eps),
+        None => Ok(down),
     }
-    Ok(out)
 }

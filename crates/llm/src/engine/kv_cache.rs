@@ -1,11 +1,13 @@
-//! `KvCache`: per-layer K and V buffers, allocated once per session.
+//! `KvCache`: per-layer K and V buffers, allocated once per session through the
+//! backend (host memory on the CPU, device memory on the GPU).
 
 use tempra_tensor::{DType, ExecContext, Tensor};
 
 use crate::error::{LlmError, Result};
 
 /// Keys and values of every layer for up to `capacity` positions: one owned buffer per
-/// layer for K and one for V (`[capacity, Hkv, D]`), allocated once, never pooled.
+/// layer for K and one for V (`[capacity, Hkv, D]`), allocated once through
+/// [`ExecContext::zeros_persistent`], never pooled.
 /// [`KvCache::reset`] only sets `len = 0`; attention reads a zero-copy `narrow` of the
 /// first `len` rows.
 #[derive(Debug)]
@@ -19,8 +21,9 @@ pub struct KvCache {
 
 impl KvCache {
     /// A cache for `layers` layers of `capacity` positions, `kv_heads` heads of
-    /// `key_dim`/`value_dim` values, stored as `dtype` (F16 or F32).
+    /// `key_dim`/`value_dim` values, stored as `dtype` (F16 or F32) in `ctx`'s backend.
     pub fn new(
+        ctx: &ExecContext,
         layers: usize,
         capacity: usize,
         kv_heads: usize,
@@ -37,11 +40,8 @@ impl KvCache {
         let mut keys = Vec::with_capacity(layers);
         let mut values = Vec::with_capacity(layers);
         for _ in 0..layers {
-            keys.push(Tensor::owned_zeros(&[capacity, kv_heads, key_dim], dtype)?);
-            values.push(Tensor::owned_zeros(
-                &[capacity, kv_heads, value_dim],
-                dtype,
-            )?);
+            keys.push(ctx.zeros_persistent(&[capacity, kv_heads, key_dim], dtype)?);
+            values.push(ctx.zeros_persistent(&[capacity, kv_heads, value_dim], dtype)?);
         }
         Ok(KvCache {
             keys,
@@ -77,6 +77,20 @@ impl KvCache {
     /// The most positions the cache holds.
     pub fn capacity(&self) -> usize {
         self.capacity
+    }
+
+    /// Where the keys and values live: `"host"` or the device backend's name.
+    pub fn location(&self) -> &'static str {
+        self.keys.first().map_or("host", |k| k.storage().location())
+    }
+
+    /// Bytes the keys and values hold.
+    pub fn bytes(&self) -> usize {
+        self.keys
+            .iter()
+            .chain(&self.values)
+            .map(|t| t.layout().bytes_spanned())
+            .sum()
     }
 
     /// The storage dtype.

@@ -32,18 +32,22 @@
 //! ```
 
 mod batch;
+#[cfg(feature = "gpu")]
+mod device_weights;
+mod executor;
 mod forward;
 mod generation;
-#[cfg(feature = "gpu")]
-mod gpu;
 mod kv_cache;
 mod model;
+mod outputs;
 mod sampler;
 mod session;
+mod step_arena;
 mod weights;
 
 pub use batch::step_batch;
-pub use forward::{LogitRows, forward};
+pub use executor::Executor;
+pub use forward::{LogitRows, forward, forward_in};
 pub use generation::{FinishReason, GeneratedPiece, Generation, StopConditions};
 pub use kv_cache::KvCache;
 #[cfg(feature = "server")]
@@ -51,4 +55,5 @@ pub(crate) use model::available_memory;
 pub use model::{BackendKind, DEFAULT_MAX_CONTEXT, LoadOptions, Model};
 pub use sampler::{Sampler, SamplerConfig};
 pub use session::{Session, logits_slice};
+pub use step_arena::{ArenaCapacity, ArenaReport, ArenaStats, Slot, StepArena};
 pub use weights::{LayerWeights, ModelWeights};

@@ -1,16 +1,16 @@
-//! `Model`: a loaded model (file mapping, config, weights, vocabulary) and the exec
-//! context its sessions run on.
+//! `Model`: a loaded model (file mapping, config, weights, vocabulary) and the executor
+//! its sessions run on.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tempra_autograd::Autograd;
-use tempra_backend_cpu::CpuBackend;
-use tempra_pool::HostPool;
-use tempra_tensor::{DType, ExecContext, ReferenceBackend};
+use tempra_tensor::DType;
 
+use crate::engine::executor::Executor;
 use crate::engine::kv_cache::KvCache;
 use crate::engine::session::Session;
+use crate::engine::step_arena::{ArenaCapacity, StepArena};
 use crate::engine::weights::ModelWeights;
 use crate::error::{LlmError, Result};
 use crate::model_config::ModelConfig;
@@ -25,18 +25,11 @@ pub enum BackendKind {
     Cpu,
     /// The scalar reference backend (slow; the specification).
     Reference,
-    /// The GPU engine on tempra-backend-gpu (wgpu): weights uploaded once, one device
-    /// arena (KV cache and every intermediate) per session. Needs the `gpu` cargo
-    /// feature and an adapter (`TEMPRA_GPU_ADAPTER=name` picks one).
+    /// tempra-backend-gpu (wgpu): weights uploaded once, KV caches and the step arena in
+    /// device memory, the same forward as the CPU. Needs the `gpu` cargo feature and an
+    /// adapter (`TEMPRA_GPU_ADAPTER=name` picks one).
     Gpu,
 }
-
-/// A model's GPU engine, where it has one (only with the `gpu` cargo feature).
-#[cfg(feature = "gpu")]
-type GpuSlot = Option<crate::engine::gpu::GpuEngine>;
-/// A model's GPU engine, where it has one (only with the `gpu` cargo feature).
-#[cfg(not(feature = "gpu"))]
-type GpuSlot = ();
 
 /// The default cap on the context length when the model's is larger.
 pub const DEFAULT_MAX_CONTEXT: usize = 4096;
@@ -59,6 +52,9 @@ pub struct LoadOptions {
     /// Q5_K, Q6_K rows interleaved by eight, about 2x the decode GEMV's read bandwidth).
     /// Default true; the copy replaces those weights' file pages in memory.
     pub prepare_weights: bool,
+    /// The step arena's rows (default: [`ArenaCapacity::for_context`]): longer prompts
+    /// run in chunks of `max_batch_tokens`.
+    pub arena: Option<ArenaCapacity>,
 }
 
 impl Default for LoadOptions {
@@ -70,12 +66,14 @@ impl Default for LoadOptions {
             kv_type: DType::F16,
             backend: BackendKind::Cpu,
             prepare_weights: true,
+            arena: None,
         }
     }
 }
 
-/// A loaded model: weights stay in the file mapping (zero-copy); sessions own their KV
-/// caches.
+/// A loaded model: weights stay in the file mapping (zero-copy) or in the backend's
+/// layout; one executor (backend and step arena) runs every session; sessions own
+/// their KV caches.
 #[derive(Debug)]
 pub struct Model {
     file: ModelFile,
@@ -84,13 +82,9 @@ pub struct Model {
     /// `weights` with the backend's prepared matrices, when it prepared any.
     prepared: Option<ModelWeights>,
     vocab: Vocabulary,
-    autograd: Autograd,
+    executor: Executor,
     context_length: usize,
     kv_type: DType,
-    threads: usize,
-    backend: BackendKind,
-    #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
-    gpu: GpuSlot,
 }
 
 impl Model {
@@ -138,6 +132,12 @@ impl Model {
                 what: "the context length must be at least 1".into(),
             });
         }
+        if !matches!(options.kv_type, DType::F16 | DType::F32) {
+            return Err(LlmError::InvalidValue {
+                key: "kv-type".into(),
+                what: format!("{}: use f16 or f32", options.kv_type),
+            });
+        }
         let kv_bytes = KvCache::reserved_bytes(
             config.block_count,
             context_length,
@@ -146,71 +146,32 @@ impl Model {
             config.value_length,
             options.kv_type,
         );
-        check_memory(file.file_size(), kv_bytes as u64)?;
+        let capacity = options
+            .arena
+            .unwrap_or_else(|| ArenaCapacity::for_context(context_length));
+        let arena_bytes = StepArena::bytes_for(&config, &capacity);
+        check_memory(file.file_size(), (kv_bytes + arena_bytes) as u64)?;
         let weights = ModelWeights::from_file(&file, &config)?;
-        let pool = HostPool::host();
-        #[allow(clippy::let_unit_value)]
-        let mut gpu: GpuSlot = Default::default();
-        let (ctx, threads) = match options.backend {
-            BackendKind::Cpu => {
-                let backend = match options.threads {
-                    Some(n) => CpuBackend::with_threads(pool, n.max(1)),
-                    None => CpuBackend::new(pool),
-                };
-                let threads = backend.threads();
-                (ExecContext::new(Arc::new(backend)), threads)
-            }
-            BackendKind::Reference => (ExecContext::new(Arc::new(ReferenceBackend::new(pool))), 1),
-            BackendKind::Gpu => {
-                let (ctx, engine) = open_gpu(&config, &weights, options.kv_type)?;
-                gpu = engine;
-                (ctx, 1)
-            }
-        };
-        let prepared = if options.prepare_weights && options.backend == BackendKind::Cpu {
-            // Each copy replaces the file's bytes of its weight: let their pages go.
-            weights.prepare_for_linear(&ctx, |original| {
-                if let Ok(bytes) = original.storage().host_bytes() {
-                    file.release_pages(bytes);
-                }
-            })?
-        } else {
-            None
-        };
+        let executor = Executor::open(options.backend, options.threads, &config, capacity)?;
+        let prepared = executor.prepare_weights(&weights, &file, options.prepare_weights)?;
         Ok(Arc::new(Model {
             file,
             config,
             weights,
             prepared,
             vocab,
-            autograd: Autograd::new(ctx),
+            executor,
             context_length,
             kv_type: options.kv_type,
-            threads,
-            backend: options.backend,
-            gpu,
         }))
     }
 
-    /// A new session with its own KV cache of the model's context length.
+    /// A new session with its own KV cache of the model's context length, allocated
+    /// through the backend (device memory on the GPU).
     pub fn session(self: &Arc<Self>) -> Result<Session> {
         let c = &self.config;
-        #[cfg(feature = "gpu")]
-        if let Some(engine) = &self.gpu {
-            // The KV cache lives in the session's device arena; this host cache of no
-            // layers only counts positions.
-            let cache = KvCache::new(
-                0,
-                self.context_length,
-                c.head_count_kv,
-                c.key_length,
-                c.value_length,
-                self.kv_type,
-            )?;
-            let state = crate::engine::gpu::GpuSession::new(engine, self.context_length)?;
-            return Ok(Session::with_gpu(Arc::clone(self), cache, state));
-        }
         let cache = KvCache::new(
+            self.executor.ctx(),
             c.block_count,
             self.context_length,
             c.head_count_kv,
@@ -221,32 +182,20 @@ impl Model {
         Ok(Session::new(Arc::clone(self), cache))
     }
 
+    /// Where the model's ops run: the backend and the step arena.
+    pub fn executor(&self) -> &Executor {
+        &self.executor
+    }
+
     /// The backend the model runs on.
     pub fn backend_kind(&self) -> BackendKind {
-        self.backend
+        self.executor.kind()
     }
 
     /// The GPU adapter a [`BackendKind::Gpu`] model runs on (name, API, type, driver);
     /// `None` on the CPU backends.
     pub fn gpu_adapter(&self) -> Option<String> {
-        #[cfg(feature = "gpu")]
-        if let Some(engine) = &self.gpu {
-            return Some(engine.backend().adapter().to_string());
-        }
-        None
-    }
-
-    /// The GPU backend of a [`BackendKind::Gpu`] model (its adapter, pools, host
-    /// fallback counts).
-    #[cfg(feature = "gpu")]
-    pub fn gpu_backend(&self) -> Option<&tempra_backend_gpu::GpuBackend> {
-        self.gpu.as_ref().map(|e| e.backend())
-    }
-
-    /// The GPU engine of a [`BackendKind::Gpu`] model.
-    #[cfg(feature = "gpu")]
-    pub(crate) fn gpu_engine(&self) -> Option<&crate::engine::gpu::GpuEngine> {
-        self.gpu.as_ref()
+        self.executor.gpu_adapter()
     }
 
     /// The hyperparameters.
@@ -278,7 +227,7 @@ impl Model {
 
     /// The autograd handle (and through it the exec context) sessions run on.
     pub fn autograd(&self) -> &Autograd {
-        &self.autograd
+        self.executor.autograd()
     }
 
     /// Each session's context length.
@@ -288,7 +237,7 @@ impl Model {
 
     /// Worker threads the ops run on (1 on the reference backend).
     pub fn threads(&self) -> usize {
-        self.threads
+        self.executor.threads()
     }
 
     /// The KV cache dtype.
@@ -308,30 +257,6 @@ impl Model {
             self.kv_type,
         )
     }
-}
-
-/// Opens the GPU engine: the backend's exec context and the engine.
-#[cfg(feature = "gpu")]
-fn open_gpu(
-    config: &ModelConfig,
-    weights: &ModelWeights,
-    kv_type: DType,
-) -> Result<(ExecContext, GpuSlot)> {
-    let engine = crate::engine::gpu::GpuEngine::new(config, weights, kv_type)?;
-    Ok((engine.backend().exec_context(), Some(engine)))
-}
-
-/// Without the `gpu` feature: an error saying so.
-#[cfg(not(feature = "gpu"))]
-fn open_gpu(
-    _config: &ModelConfig,
-    _weights: &ModelWeights,
-    _kv_type: DType,
-) -> Result<(ExecContext, GpuSlot)> {
-    Err(LlmError::Argument {
-        what: "this build of tempra-llm has no GPU engine (build with the `gpu` cargo feature)"
-            .into(),
-    })
 }
 
 /// `MemAvailable` from /proc/meminfo, in bytes (None where unknown).

@@ -5,22 +5,20 @@ use std::sync::Arc;
 use tempra_autograd::no_grad;
 use tempra_tensor::Tensor;
 
-use crate::engine::forward::{LogitRows, forward};
+use crate::engine::forward::{LogitRows, forward_step};
 use crate::engine::kv_cache::KvCache;
 use crate::engine::model::Model;
 use crate::error::{LlmError, Result};
 
-/// A sequence being processed: owns its KV cache (allocated once) and the tokens it
-/// holds. `prefill` runs a prompt as one batch, `step` one token; both return the logits
-/// of the last position.
+/// A sequence being processed: owns its KV cache (allocated once, in the backend's
+/// memory) and the tokens it holds. `prefill` runs a prompt (in chunks of the executor's
+/// step arena), `step` one token; both return the logits of the last position, on the
+/// host.
 #[derive(Debug)]
 pub struct Session {
     model: Arc<Model>,
     cache: KvCache,
     tokens: Vec<u32>,
-    /// The device arena of a GPU model's session (then `cache` only counts positions).
-    #[cfg(feature = "gpu")]
-    gpu: Option<crate::engine::gpu::GpuSession>,
 }
 
 impl Session {
@@ -30,41 +28,7 @@ impl Session {
             model,
             cache,
             tokens: Vec::with_capacity(capacity),
-            #[cfg(feature = "gpu")]
-            gpu: None,
         }
-    }
-
-    /// A session of a GPU model: `cache` has no layers and counts positions; the keys and
-    /// values live in `state`'s device arena.
-    #[cfg(feature = "gpu")]
-    pub(crate) fn with_gpu(
-        model: Arc<Model>,
-        cache: KvCache,
-        state: crate::engine::gpu::GpuSession,
-    ) -> Session {
-        let mut session = Session::new(model, cache);
-        session.gpu = Some(state);
-        session
-    }
-
-    /// Whether the session runs on the GPU engine (its KV cache is in device memory).
-    pub fn is_gpu(&self) -> bool {
-        #[cfg(feature = "gpu")]
-        if self.gpu.is_some() {
-            return true;
-        }
-        false
-    }
-
-    /// Device bytes of a GPU session's arena (KV cache and step intermediates); 0 on
-    /// the CPU.
-    pub fn device_bytes(&self) -> usize {
-        #[cfg(feature = "gpu")]
-        if let Some(gpu) = &self.gpu {
-            return gpu.arena().bytes();
-        }
-        0
     }
 
     /// The model.
@@ -116,32 +80,95 @@ impl Session {
     }
 
     fn run(&mut self, tokens: &[u32], rows: LogitRows) -> Result<Tensor> {
+        let model = Arc::clone(&self.model);
+        let config = model.config();
         if self.cache.len() + tokens.len() > self.cache.capacity() {
             return Err(LlmError::ContextFull {
                 needed: self.cache.len() + tokens.len(),
                 capacity: self.cache.capacity(),
             });
         }
-        #[cfg(feature = "gpu")]
-        if let (Some(gpu), Some(engine)) = (&self.gpu, self.model.gpu_engine()) {
-            let start = self.cache.len();
-            let logits = gpu.run(engine, self.model.config(), tokens, start, rows)?;
-            self.cache.advance(tokens.len());
-            self.tokens.extend_from_slice(tokens);
-            return Ok(logits);
+        // Checked whole before any chunk runs: a bad id in a later chunk writes nothing.
+        if let Some(&bad) = tokens.iter().find(|&&id| id as usize >= config.vocab_size) {
+            return Err(LlmError::TokenId {
+                id: bad as u64,
+                n_vocab: config.vocab_size,
+            });
         }
         let _guard = no_grad();
-        let model = &*self.model;
-        let logits = forward(
-            model.autograd(),
-            model.config(),
-            model.forward_weights(),
-            tokens,
-            Some(&mut self.cache),
-            rows,
-        )?;
-        self.tokens.extend_from_slice(tokens);
-        Ok(logits.into_tensor())
+        let start = self.cache.len();
+        let result = self.run_chunks(&model, tokens, rows);
+        if result.is_err() {
+            self.cache.truncate(start);
+        } else {
+            self.tokens.extend_from_slice(tokens);
+        }
+        result
+    }
+
+    /// Runs `tokens` in chunks of the step arena's rows (of its logit rows when every
+    /// position's logits are wanted) and returns the logits on the host.
+    fn run_chunks(&mut self, model: &Model, tokens: &[u32], rows: LogitRows) -> Result<Tensor> {
+        let executor = model.executor();
+        let ctx = executor.ctx();
+        let capacity = executor.arena_capacity();
+        let step = match rows {
+            LogitRows::Last => capacity.max_batch_tokens,
+            LogitRows::All => capacity.max_logit_rows,
+        }
+        .max(1);
+        let chunks = tokens.len().div_ceil(step);
+        if chunks <= 1 {
+            let logits = executor.run(|out| {
+                let logits = forward_step(
+                    out,
+                    model.config(),
+                    model.forward_weights(),
+                    tokens,
+                    Some(&mut self.cache),
+                    Some(rows),
+                )?;
+                let logits = logits.ok_or_else(|| LlmError::Argument {
+                    what: "the forward computed no logits".into(),
+                })?;
+                Ok(ctx.to_host(logits.tensor())?)
+            })?;
+            return Ok(logits);
+        }
+        let mut all: Vec<f32> = Vec::new();
+        let mut last = None;
+        for (i, chunk) in tokens.chunks(step).enumerate() {
+            let want = match rows {
+                LogitRows::All => Some(LogitRows::All),
+                LogitRows::Last if i + 1 == chunks => Some(LogitRows::Last),
+                LogitRows::Last => None,
+            };
+            let logits = executor.run(|out| {
+                let logits = forward_step(
+                    out,
+                    model.config(),
+                    model.forward_weights(),
+                    chunk,
+                    Some(&mut self.cache),
+                    want,
+                )?;
+                logits
+                    .map(|l| ctx.to_host(l.tensor()).map_err(LlmError::from))
+                    .transpose()
+            })?;
+            match (rows, logits) {
+                (LogitRows::All, Some(l)) => all.extend_from_slice(logits_slice(&l)?),
+                (LogitRows::Last, l) => last = l,
+                (LogitRows::All, None) => {}
+            }
+        }
+        match last {
+            Some(logits) => Ok(logits),
+            None => Ok(Tensor::owned_from_slice(
+                &all,
+                &[tokens.len(), model.config().vocab_size],
+            )?),
+        }
     }
 
     /// The cache and token list, for the batched decode (which advances both).
@@ -171,4 +198,124 @@ pub fn logits_slice(logits: &Tensor) -> Result<&[f32]> {
             what: "logits must be contiguous".into(),
         })?;
     Ok(&logits.host_slice::<f32>()?[range])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{ArenaCapacity, LoadOptions, forward};
+    use crate::testing::{ModelShape, RandomModelSpec, random_model};
+
+    /// A random model whose executor's arena holds 8 tokens and 3 logit rows.
+    fn model() -> Arc<Model> {
+        let shape = ModelShape::parse("dim=64,layers=2,heads=4,kv_heads=2,ffn=96,vocab=300")
+            .expect("shape");
+        let file = random_model(&RandomModelSpec::llama(shape).with_seed(3)).expect("model");
+        Model::from_file(
+            file,
+            &LoadOptions {
+                threads: Some(2),
+                context_length: Some(64),
+                kv_type: tempra_tensor::DType::F32,
+                arena: Some(ArenaCapacity {
+                    max_batch_tokens: 8,
+                    max_logit_rows: 3,
+                }),
+                ..LoadOptions::default()
+            },
+        )
+        .expect("load")
+    }
+
+    fn max_diff(a: &[f32], b: &[f32]) -> f32 {
+        assert_eq!(a.len(), b.len());
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f32::max)
+    }
+
+    /// The logits of every position of `tokens` by the pool-output forward in one pass.
+    fn one_pass(model: &Model, tokens: &[u32]) -> Vec<f32> {
+        let _guard = no_grad();
+        let logits = forward(
+            model.autograd(),
+            model.config(),
+            model.forward_weights(),
+            tokens,
+            None,
+            LogitRows::All,
+        )
+        .expect("forward");
+        logits.tensor().to_vec_f32().expect("values")
+    }
+
+    #[test]
+    fn prompts_longer_than_the_arena_run_in_chunks_with_the_same_logits() {
+        let model = model();
+        let tokens: Vec<u32> = (0..21).map(|i| (i * 37 + 11) % 300).collect();
+        let reference = one_pass(&model, &tokens);
+        let vocab = 300;
+
+        // 21 tokens: three chunks of the 8-token arena, the last position's logits.
+        let mut s = model.session().expect("session");
+        let last = s.prefill(&tokens).expect("prefill");
+        let d = max_diff(logits_slice(&last).expect("row"), &reference[20 * vocab..]);
+        assert!(d < 1e-4, "chunked prefill: {d}");
+        assert_eq!((s.len(), s.tokens()), (21, tokens.as_slice()));
+        drop(last);
+
+        // Every position's logits: chunks of the 3 logit rows.
+        let mut s = model.session().expect("session");
+        let all = s.logits_all(&tokens).expect("logits");
+        assert_eq!(all.dims(), [21, vocab]);
+        let d = max_diff(logits_slice(&all).expect("rows"), &reference);
+        assert!(d < 1e-4, "chunked logits_all: {d}");
+        drop(all);
+
+        // Decoding token by token afterwards reads what the chunks cached.
+        let mut s = model.session().expect("session");
+        drop(s.prefill(&tokens[..13]).expect("prefill"));
+        for (i, &t) in tokens[13..].iter().enumerate() {
+            let row = s.step(t).expect("step");
+            let p = 13 + i;
+            let d = max_diff(
+                logits_slice(&row).expect("row"),
+                &reference[p * vocab..][..vocab],
+            );
+            assert!(d < 1e-4, "decode at {p}: {d}");
+        }
+        // Every step ran in the arena: nothing fell back to the pool, no slot buffer was
+        // replaced (each step's logits were dropped before the next).
+        let stats = model.executor().arena_stats();
+        assert!(stats.steps >= 3 + 7 + 2 + 8, "{stats:?}");
+        assert_eq!((stats.pool_outputs, stats.replaced), (0, 0), "{stats:?}");
+    }
+
+    #[test]
+    fn held_logits_keep_their_values_and_bad_input_loses_nothing() {
+        let model = model();
+        let mut s = model.session().expect("session");
+        let first = s.prefill(&[1, 2, 3]).expect("prefill");
+        let kept = logits_slice(&first).expect("row").to_vec();
+        // `first` still views the logits slot: the next step gets a fresh buffer.
+        let second = s.step(4).expect("step");
+        assert_eq!(logits_slice(&first).expect("row"), kept.as_slice());
+        assert_ne!(logits_slice(&second).expect("row"), kept.as_slice());
+        assert_eq!(model.executor().arena_stats().replaced, 1);
+        drop((first, second));
+
+        // A bad id in a later chunk: nothing is written, the session is unchanged.
+        let mut long: Vec<u32> = (0..20).collect();
+        long[17] = 300;
+        let err = s.prefill(&long).expect_err("bad id");
+        assert!(matches!(err, LlmError::TokenId { id: 300, .. }), "{err}");
+        assert_eq!((s.len(), s.tokens()), (4, &[1u32, 2, 3, 4][..]));
+        let err = s.prefill(&[5; 61]).expect_err("full");
+        assert!(
+            matches!(err, LlmError::ContextFull { needed: 65, .. }),
+            "{err}"
+        );
+        assert_eq!(s.len(), 4);
+    }
 }

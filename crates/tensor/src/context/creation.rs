@@ -30,6 +30,13 @@ impl ExecContext {
         Ok(out)
     }
 
+    /// A contiguous tensor of `dims` from the backend's pool whose content is
+    /// unspecified (a recycled block): the output of an `*_into` op that writes every
+    /// element.
+    pub fn output(&self, dims: &[usize], dtype: DType) -> Result<Tensor> {
+        self.alloc("output", shape_for("output", dims)?, dtype)
+    }
+
     /// A tensor of `dims` filled with zeros.
     pub fn zeros(&self, dims: &[usize], dtype: DType) -> Result<Tensor> {
         self.full(dims, dtype, 0.0)
@@ -74,6 +81,40 @@ impl ExecContext {
     /// A tensor of `dims` holding a copy of `data` (row-major).
     pub fn from_slice<T: Element>(&self, data: &[T], dims: &[usize]) -> Result<Tensor> {
         self.from_bytes(bytemuck::cast_slice(data), dims, T::DTYPE)
+    }
+
+    /// Sets every element of `out` to `value` (plain dtypes); `out` must be a valid
+    /// output (see the output rule of [`crate::Backend`]).
+    pub fn fill(&self, out: &mut Tensor, value: f64) -> Result<()> {
+        const OP: &str = "fill";
+        if out.dtype().is_quantized() {
+            return Err(TensorError::DType {
+                op: OP,
+                dtype: out.dtype(),
+                what: "a plain dtype",
+            });
+        }
+        let shape = *out.shape();
+        crate::context::check_output(OP, out, &shape, out.dtype(), &[])?;
+        self.backend.fill(out, value)
+    }
+
+    /// Copies `data` (row-major) into `out`, which must hold exactly `data.len()`
+    /// elements of `T`'s dtype and be a valid output (see the output rule of
+    /// [`crate::Backend`]): a step's token ids and positions into their arena slots.
+    pub fn write_from_slice<T: Element>(&self, data: &[T], out: &mut Tensor) -> Result<()> {
+        const OP: &str = "write_from_slice";
+        if data.len() != out.elem_count() {
+            return Err(TensorError::DataLength {
+                op: OP,
+                got: data.len(),
+                expected: out.elem_count(),
+                shape: *out.shape(),
+            });
+        }
+        let shape = *out.shape();
+        crate::context::check_output(OP, out, &shape, T::DTYPE, &[])?;
+        self.backend.upload(bytemuck::cast_slice(data), out)
     }
 
     /// A tensor of `dims` and `dtype` from its raw little-endian bytes (any dtype,

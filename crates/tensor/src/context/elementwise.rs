@@ -1,6 +1,9 @@
 //! Elementwise ops: unary, binary with broadcasting, scalar variants, in-place updates.
 
-use crate::context::{COMPUTE_FLOATS, ExecContext, expect_dtype, expect_same_dtype, rename_op};
+use crate::context::{
+    COMPUTE_FLOATS, Dest, ExecContext, check_output, expect_dtype, expect_same_dtype, fresh,
+    rename_op,
+};
 use crate::error::{Result, TensorError};
 use crate::layout::broadcast_shapes;
 use crate::op_kinds::{BinaryOp, UnaryOp};
@@ -9,14 +12,61 @@ use crate::tensor::Tensor;
 impl ExecContext {
     /// `op(x)` elementwise (F32 or F64).
     pub fn unary(&self, op: UnaryOp, x: &Tensor) -> Result<Tensor> {
+        fresh(op.name(), self.unary_to(op, x, Dest::Pool))
+    }
+
+    /// [`Self::unary`] into `out` (`x`'s shape and dtype; see the output rule of
+    /// [`crate::Backend`]).
+    pub fn unary_into(&self, op: UnaryOp, x: &Tensor, out: &mut Tensor) -> Result<()> {
+        self.unary_to(op, x, Dest::Into(out)).map(drop)
+    }
+
+    fn unary_to(&self, op: UnaryOp, x: &Tensor, dest: Dest<'_>) -> Result<Option<Tensor>> {
         expect_dtype(op.name(), x, COMPUTE_FLOATS, "f32 or f64")?;
-        let mut out = self.alloc(op.name(), *x.shape(), x.dtype())?;
-        self.backend.unary(op, x, &mut out)?;
-        Ok(out)
+        self.run_op(op.name(), *x.shape(), x.dtype(), dest, &[x], |b, out| {
+            b.unary(op, x, out)
+        })
     }
 
     /// `op(a, b)` elementwise with numpy broadcasting (F32 or F64, same dtype).
     pub fn binary(&self, op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        fresh(op.name(), self.binary_to(op, a, b, Dest::Pool))
+    }
+
+    /// [`Self::binary`] into `out` (the broadcast shape; see the output rule of
+    /// [`crate::Backend`]).
+    pub fn binary_into(
+        &self,
+        op: BinaryOp,
+        a: &Tensor,
+        b: &Tensor,
+        out: &mut Tensor,
+    ) -> Result<()> {
+        self.binary_to(op, a, b, Dest::Into(out)).map(drop)
+    }
+
+    /// `a = op(a, b)` in `a`'s own buffer, `b` broadcast to `a`'s shape (a residual add
+    /// into a step arena's hidden state). `a` must be a valid output (see the output rule
+    /// of [`crate::Backend`]) and not overlap `b`.
+    pub fn binary_assign(&self, op: BinaryOp, a: &mut Tensor, b: &Tensor) -> Result<()> {
+        let name = op.name();
+        expect_dtype(name, a, COMPUTE_FLOATS, "f32 or f64")?;
+        expect_same_dtype(name, a, b)?;
+        let shape = broadcast_shapes(name, a.shape(), b.shape())?;
+        check_output(name, a, &shape, a.dtype(), &[b])?;
+        let b = b
+            .broadcast_to(shape.dims())
+            .map_err(|e| rename_op(e, name))?;
+        self.backend.binary_inplace(op, a, &b)
+    }
+
+    fn binary_to(
+        &self,
+        op: BinaryOp,
+        a: &Tensor,
+        b: &Tensor,
+        dest: Dest<'_>,
+    ) -> Result<Option<Tensor>> {
         let name = op.name();
         expect_dtype(name, a, COMPUTE_FLOATS, "f32 or f64")?;
         expect_same_dtype(name, a, b)?;
@@ -27,9 +77,9 @@ impl ExecContext {
         let b = b
             .broadcast_to(shape.dims())
             .map_err(|e| rename_op(e, name))?;
-        let mut out = self.alloc(name, shape, a.dtype())?;
-        self.backend.binary(op, &a, &b, &mut out)?;
-        Ok(out)
+        self.run_op(name, shape, a.dtype(), dest, &[&a, &b], |be, out| {
+            be.binary(op, &a, &b, out)
+        })
     }
 
     /// `op(a, b)` reusing `a`'s buffer when `a` is its storage's only holder, contiguous,
@@ -56,10 +106,33 @@ impl ExecContext {
 
     /// `op(x, scalar)` elementwise.
     pub fn binary_scalar(&self, op: BinaryOp, x: &Tensor, scalar: f64) -> Result<Tensor> {
+        fresh(op.name(), self.binary_scalar_to(op, x, scalar, Dest::Pool))
+    }
+
+    /// [`Self::binary_scalar`] into `out` (`x`'s shape and dtype; see the output rule of
+    /// [`crate::Backend`]).
+    pub fn binary_scalar_into(
+        &self,
+        op: BinaryOp,
+        x: &Tensor,
+        scalar: f64,
+        out: &mut Tensor,
+    ) -> Result<()> {
+        self.binary_scalar_to(op, x, scalar, Dest::Into(out))
+            .map(drop)
+    }
+
+    fn binary_scalar_to(
+        &self,
+        op: BinaryOp,
+        x: &Tensor,
+        scalar: f64,
+        dest: Dest<'_>,
+    ) -> Result<Option<Tensor>> {
         expect_dtype(op.name(), x, COMPUTE_FLOATS, "f32 or f64")?;
-        let mut out = self.alloc(op.name(), *x.shape(), x.dtype())?;
-        self.backend.binary_scalar(op, x, scalar, &mut out)?;
-        Ok(out)
+        self.run_op(op.name(), *x.shape(), x.dtype(), dest, &[x], |b, out| {
+            b.binary_scalar(op, x, scalar, out)
+        })
     }
 
     /// `a + b` (broadcasting).

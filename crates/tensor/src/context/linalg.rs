@@ -1,6 +1,6 @@
 //! Matrix products: batched `matmul` and `linear` (x·wᵀ, weights of any dtype).
 
-use crate::context::{ExecContext, rename_op};
+use crate::context::{Dest, ExecContext, fresh, rename_op};
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
 use crate::layout::broadcast_shapes;
@@ -77,6 +77,28 @@ impl ExecContext {
     /// dtype (quantized weights as GGUF stores them). `x` is F32 (F64 only with an F64
     /// weight); `bias` is `[N]` of `x`'s dtype.
     pub fn linear(&self, x: &Tensor, w: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+        fresh("linear", self.linear_to(x, w, bias, Dest::Pool))
+    }
+
+    /// [`Self::linear`] into `out` (`[.., N]`, F32 or F64 as `linear` returns; see the
+    /// output rule of [`crate::Backend`]).
+    pub fn linear_into(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        bias: Option<&Tensor>,
+        out: &mut Tensor,
+    ) -> Result<()> {
+        self.linear_to(x, w, bias, Dest::Into(out)).map(drop)
+    }
+
+    fn linear_to(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        bias: Option<&Tensor>,
+        dest: Dest<'_>,
+    ) -> Result<Option<Tensor>> {
         const OP: &str = "linear";
         let dtype = match (x.dtype(), w.dtype()) {
             (DType::F64, DType::F64) => DType::F64,
@@ -142,9 +164,10 @@ impl ExecContext {
         let mut shape = *x.shape();
         let last = shape.rank() - 1;
         shape.dims_mut()[last] = n;
-        let mut out = self.alloc(OP, shape, dtype)?;
-        self.backend.linear(x, w, bias, &mut out)?;
-        Ok(out)
+        let inputs = [x, w, bias.unwrap_or(x)];
+        self.run_op(OP, shape, dtype, dest, &inputs, |b, out| {
+            b.linear(x, w, bias, out)
+        })
     }
 
     /// The weight `w [N, K]` in the layout this context's backend multiplies fastest in

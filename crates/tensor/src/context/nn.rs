@@ -1,7 +1,7 @@
 //! Network ops: rms_norm, layer_norm, rope, embedding, causal attention.
 
 use crate::attention::AttentionParams;
-use crate::context::{COMPUTE_FLOATS, ExecContext, expect_dtype, shape_for};
+use crate::context::{COMPUTE_FLOATS, Dest, ExecContext, expect_dtype, fresh, shape_for};
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
 use crate::rope::RopeConfig;
@@ -39,13 +39,29 @@ fn check_eps(op: &'static str, eps: f64) -> Result<()> {
 impl ExecContext {
     /// RMS norm over the last dim: `x / √(mean(x²) + eps) · w`, `w [D]`.
     pub fn rms_norm(&self, x: &Tensor, w: &Tensor, eps: f64) -> Result<Tensor> {
+        fresh("rms_norm", self.rms_norm_to(x, w, eps, Dest::Pool))
+    }
+
+    /// [`Self::rms_norm`] into `out` (`x`'s shape and dtype; see the output rule of
+    /// [`crate::Backend`]).
+    pub fn rms_norm_into(&self, x: &Tensor, w: &Tensor, eps: f64, out: &mut Tensor) -> Result<()> {
+        self.rms_norm_to(x, w, eps, Dest::Into(out)).map(drop)
+    }
+
+    fn rms_norm_to(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        eps: f64,
+        dest: Dest<'_>,
+    ) -> Result<Option<Tensor>> {
         const OP: &str = "rms_norm";
         expect_dtype(OP, x, COMPUTE_FLOATS, "f32 or f64")?;
         check_norm_param(OP, x, w)?;
         check_eps(OP, eps)?;
-        let mut out = self.alloc(OP, *x.shape(), x.dtype())?;
-        self.backend.rms_norm(x, w, eps, &mut out)?;
-        Ok(out)
+        self.run_op(OP, *x.shape(), x.dtype(), dest, &[x, w], |b, out| {
+            b.rms_norm(x, w, eps, out)
+        })
     }
 
     /// Layer norm over the last dim: `(x - mean) / √(var + eps) · w (+ b)`.
@@ -78,7 +94,31 @@ impl ExecContext {
         config: &RopeConfig,
         freq_factors: Option<&Tensor>,
     ) -> Result<Tensor> {
-        self.rope_impl("rope", x, positions, config, freq_factors, false)
+        let out = self.rope_impl(
+            "rope",
+            x,
+            positions,
+            config,
+            freq_factors,
+            false,
+            Dest::Pool,
+        );
+        fresh("rope", out)
+    }
+
+    /// [`Self::rope`] into `out` (`x`'s shape and dtype; see the output rule of
+    /// [`crate::Backend`]).
+    pub fn rope_into(
+        &self,
+        x: &Tensor,
+        positions: &Tensor,
+        config: &RopeConfig,
+        freq_factors: Option<&Tensor>,
+        out: &mut Tensor,
+    ) -> Result<()> {
+        let dest = Dest::Into(out);
+        self.rope_impl("rope", x, positions, config, freq_factors, false, dest)
+            .map(drop)
     }
 
     /// The inverse rotation of [`Self::rope`] (angle −θ): rope's gradient.
@@ -89,9 +129,20 @@ impl ExecContext {
         config: &RopeConfig,
         freq_factors: Option<&Tensor>,
     ) -> Result<Tensor> {
-        self.rope_impl("rope_inverse", x, positions, config, freq_factors, true)
+        let dest = Dest::Pool;
+        let out = self.rope_impl(
+            "rope_inverse",
+            x,
+            positions,
+            config,
+            freq_factors,
+            true,
+            dest,
+        );
+        fresh("rope_inverse", out)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn rope_impl(
         &self,
         op: &'static str,
@@ -100,7 +151,8 @@ impl ExecContext {
         config: &RopeConfig,
         freq_factors: Option<&Tensor>,
         inverse: bool,
-    ) -> Result<Tensor> {
+        dest: Dest<'_>,
+    ) -> Result<Option<Tensor>> {
         expect_dtype(op, x, COMPUTE_FLOATS, "f32 or f64")?;
         expect_dtype(op, positions, &[DType::U32], "u32 positions")?;
         let r = x.rank();
@@ -144,15 +196,25 @@ impl ExecContext {
                 });
             }
         }
-        let mut out = self.alloc(op, *x.shape(), x.dtype())?;
-        self.backend
-            .rope(x, positions, config, freq_factors, inverse, &mut out)?;
-        Ok(out)
+        let inputs = [x, positions, freq_factors.unwrap_or(x)];
+        self.run_op(op, *x.shape(), x.dtype(), dest, &inputs, |b, out| {
+            b.rope(x, positions, config, freq_factors, inverse, out)
+        })
     }
 
     /// Rows of `table [V, D]` (any float or block dtype) picked by U32 `ids` → `[.., D]`
     /// (F32; F64 for an F64 table). An id ≥ V is an error naming it.
     pub fn embedding(&self, table: &Tensor, ids: &Tensor) -> Result<Tensor> {
+        fresh("embedding", self.embedding_to(table, ids, Dest::Pool))
+    }
+
+    /// [`Self::embedding`] into `out` (`[.., D]`; see the output rule of
+    /// [`crate::Backend`]).
+    pub fn embedding_into(&self, table: &Tensor, ids: &Tensor, out: &mut Tensor) -> Result<()> {
+        self.embedding_to(table, ids, Dest::Into(out)).map(drop)
+    }
+
+    fn embedding_to(&self, table: &Tensor, ids: &Tensor, dest: Dest<'_>) -> Result<Option<Tensor>> {
         const OP: &str = "embedding";
         expect_dtype(OP, ids, &[DType::U32], "u32 ids")?;
         if table.rank() != 2 {
@@ -178,9 +240,10 @@ impl ExecContext {
         let rank = ids.rank();
         dims[..rank].copy_from_slice(ids.dims());
         dims[rank] = table.dims()[1];
-        let mut out = self.alloc(OP, shape_for(OP, &dims[..=rank])?, dtype)?;
-        self.backend.embedding(table, ids, &mut out)?;
-        Ok(out)
+        let shape = shape_for(OP, &dims[..=rank])?;
+        self.run_op(OP, shape, dtype, dest, &[table, ids], |b, out| {
+            b.embedding(table, ids, out)
+        })
     }
 
     /// Causal attention with grouped KV heads, an optional sliding window and logit
@@ -194,10 +257,35 @@ impl ExecContext {
         v: &Tensor,
         params: &AttentionParams,
     ) -> Result<Tensor> {
+        fresh("attention", self.attention_to(q, k, v, params, Dest::Pool))
+    }
+
+    /// [`Self::attention`] into `out` (`[.., Tq, Hq, Dv]` of `q`'s dtype; see the output
+    /// rule of [`crate::Backend`]).
+    pub fn attention_into(
+        &self,
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        params: &AttentionParams,
+        out: &mut Tensor,
+    ) -> Result<()> {
+        self.attention_to(q, k, v, params, Dest::Into(out))
+            .map(drop)
+    }
+
+    fn attention_to(
+        &self,
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        params: &AttentionParams,
+        dest: Dest<'_>,
+    ) -> Result<Option<Tensor>> {
         let shape = self.attention_shape(q, k, v, params)?;
-        let mut out = self.alloc("attention", shape, q.dtype())?;
-        self.backend.attention(q, k, v, params, &mut out)?;
-        Ok(out)
+        self.run_op("attention", shape, q.dtype(), dest, &[q, k, v], |b, out| {
+            b.attention(q, k, v, params, out)
+        })
     }
 
     /// Checks attention's inputs and returns its output dims.

@@ -112,6 +112,29 @@ impl ExecContext {
         Ok(out)
     }
 
+    /// `t` in host memory: `t` itself (a view, no copy) when it is already there, else
+    /// a contiguous host copy of its elements read back from the device (an engine's
+    /// logits for the sampler).
+    pub fn to_host(&self, t: &Tensor) -> Result<Tensor> {
+        if t.storage().is_host() {
+            return Ok(t.clone());
+        }
+        let dense = if t.is_contiguous() {
+            t.clone()
+        } else {
+            self.contiguous(t)?
+        };
+        let layout = crate::Layout::contiguous(*dense.shape(), dense.dtype())?;
+        let mut storage = crate::Storage::owned_zeroed(layout.bytes_spanned())?;
+        let start = dense.layout().offset() * dense.dtype().block_bytes();
+        let len = layout.bytes_spanned();
+        if len > 0 {
+            let dst = &mut storage.host_bytes_mut()?[..len];
+            dense.storage().read_bytes(start, dst)?;
+        }
+        Tensor::from_storage(storage, layout)
+    }
+
     /// Writes `src` into `dst` at `start..start + src.dims()[dim]` along `dim` (e.g. new
     /// K/V rows into a session's cache). `dst` must be its storage's only holder and
     /// writable; `src` must match `dst`'s other dims (its dtype is converted).

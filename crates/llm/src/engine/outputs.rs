@@ -1,0 +1,233 @@
+//! `Outputs`: the forward's output plan, the one place that decides where each
+//! intermediate goes.
+//!
+//! The forward names every intermediate once by its [`Slot`] and calls these ops. An op
+//! whose inputs are on the tape (training: some input requires grad, grad mode on) runs
+//! through [`Autograd`], its output from the backend's pool, retained by the tape. Any
+//! other op writes into its slot of the [`StepArena`] through an `*_into` variant of
+//! [`ExecContext`] (validated there like the allocating ops), or into a fresh pool
+//! output when the plan has no arena or the slot is too small (counted in
+//! [`crate::engine::ArenaStats::pool_outputs`]).
+//!
+//! A result is a [`Var`] viewing its slot. Drop it before its slot is written again (the
+//! forward's intermediates live for one layer); a view still held then costs a fresh
+//! buffer for the slot, never a wrong value.
+
+use tempra_autograd::{Autograd, Var, tracking};
+use tempra_tensor::{AttentionParams, BinaryOp, DType, ExecContext, RopeConfig, Tensor, UnaryOp};
+
+use crate::engine::step_arena::{Slot, StepArena};
+use crate::error::Result;
+
+/// Where a forward's outputs go: the step arena, or the pool.
+pub(crate) struct Outputs<'a> {
+    ag: &'a Autograd,
+    arena: Option<&'a mut StepArena>,
+}
+
+/// `dims` with the last one replaced by `last`, on the stack.
+fn with_last(dims: &[usize], last: usize) -> ([usize; tempra_tensor::MAX_RANK], usize) {
+    let mut out = [0; tempra_tensor::MAX_RANK];
+    out[..dims.len()].copy_from_slice(dims);
+    if let Some(l) = out[..dims.len()].last_mut() {
+        *l = last;
+    }
+    (out, dims.len())
+}
+
+impl<'a> Outputs<'a> {
+    /// Every output from the pool (or the tape).
+    pub(crate) fn pool(ag: &'a Autograd) -> Outputs<'a> {
+        Outputs { ag, arena: None }
+    }
+
+    /// Untracked outputs into `arena`'s slots.
+    pub(crate) fn arena(ag: &'a Autograd, arena: &'a mut StepArena) -> Outputs<'a> {
+        arena.count_step();
+        Outputs {
+            ag,
+            arena: Some(arena),
+        }
+    }
+
+    /// The exec context.
+    pub(crate) fn ctx(&self) -> &'a ExecContext {
+        self.ag.ctx()
+    }
+
+    /// Runs `op` on `slot` viewed as `dims` (or a fresh pool output of `dtype`) and
+    /// returns the result.
+    fn write(
+        &mut self,
+        slot: Slot,
+        dims: &[usize],
+        dtype: DType,
+        op: impl FnOnce(&ExecContext, &mut Tensor) -> tempra_tensor::Result<()>,
+    ) -> Result<Var> {
+        let ctx = self.ag.ctx();
+        if let Some(arena) = self.arena.as_deref_mut() {
+            if let Some(target) = arena.target(slot, dims)? {
+                op(ctx, target)?;
+                return Ok(Var::constant(target.clone()));
+            }
+            arena.count_pool_output();
+        }
+        let mut fresh = ctx.output(dims, dtype)?;
+        op(ctx, &mut fresh)?;
+        Ok(Var::constant(fresh))
+    }
+
+    /// `slot` viewed as `dims` (or a fresh pool output), filled one row block at a time:
+    /// `each(i, ctx, rows)` writes rows `i·rows_per..` of it (batched decode's
+    /// per-session attention, without a concatenation).
+    pub(crate) fn write_rows(
+        &mut self,
+        slot: Slot,
+        dims: &[usize],
+        blocks: usize,
+        mut each: impl FnMut(usize, &ExecContext, &mut Tensor) -> Result<()>,
+    ) -> Result<Var> {
+        let per = dims[0] / blocks.max(1);
+        let (mut block_dims, rank) = with_last(dims, dims[dims.len() - 1]);
+        block_dims[0] = per;
+        let block_elems: usize = block_dims[..rank].iter().product();
+        let mut result = Ok(());
+        let whole = self.write(slot, dims, DType::F32, |ctx, out| {
+            for i in 0..blocks {
+                out.set_view(i * block_elems, &block_dims[..rank])?;
+                if let Err(e) = each(i, ctx, out) {
+                    result = Err(e);
+                    break;
+                }
+            }
+            out.set_view(0, dims)
+        })?;
+        result.map(|()| whole)
+    }
+
+    /// A step's token ids or positions (`data`) in their slot.
+    pub(crate) fn ids(&mut self, slot: Slot, data: &[u32]) -> Result<Tensor> {
+        let var = self.write(slot, &[data.len()], DType::U32, |ctx, out| {
+            ctx.write_from_slice(data, out)
+        })?;
+        Ok(var.into_tensor())
+    }
+
+    /// Rows of `table` picked by `ids`.
+    pub(crate) fn embedding(&mut self, slot: Slot, table: &Var, ids: &Tensor) -> Result<Var> {
+        if tracking(&[table]) {
+            return Ok(self.ag.embedding(table, ids)?);
+        }
+        let (dims, rank) = with_last(&[ids.elem_count(), 0], table.dims()[1]);
+        self.write(slot, &dims[..rank], DType::F32, |ctx, out| {
+            ctx.embedding_into(table.tensor(), ids, out)
+        })
+    }
+
+    /// `x · s`.
+    pub(crate) fn mul_scalar(&mut self, slot: Slot, x: &Var, s: f64) -> Result<Var> {
+        if tracking(&[x]) {
+            return Ok(self.ag.mul_scalar(x, s)?);
+        }
+        self.write(slot, x.dims(), x.dtype(), |ctx, out| {
+            ctx.binary_scalar_into(BinaryOp::Mul, x.tensor(), s, out)
+        })
+    }
+
+    /// `op(x)`.
+    pub(crate) fn unary(&mut self, slot: Slot, op: UnaryOp, x: &Var) -> Result<Var> {
+        if tracking(&[x]) {
+            return Ok(self.ag.unary(op, x)?);
+        }
+        self.write(slot, x.dims(), x.dtype(), |ctx, out| {
+            ctx.unary_into(op, x.tensor(), out)
+        })
+    }
+
+    /// RMS norm of `x` by `w`.
+    pub(crate) fn rms_norm(&mut self, slot: Slot, x: &Var, w: &Var, eps: f64) -> Result<Var> {
+        if tracking(&[x, w]) {
+            return Ok(self.ag.rms_norm(x, w, eps)?);
+        }
+        self.write(slot, x.dims(), x.dtype(), |ctx, out| {
+            ctx.rms_norm_into(x.tensor(), w.tensor(), eps, out)
+        })
+    }
+
+    /// `x · wᵀ (+ b)`.
+    pub(crate) fn linear(&mut self, slot: Slot, x: &Var, w: &Var, b: Option<&Var>) -> Result<Var> {
+        let tracked = match b {
+            Some(b) => tracking(&[x, w, b]),
+            None => tracking(&[x, w]),
+        };
+        if tracked {
+            return Ok(self.ag.linear(x, w, b)?);
+        }
+        let (dims, rank) = with_last(x.dims(), w.dims()[0]);
+        self.write(slot, &dims[..rank], x.dtype(), |ctx, out| {
+            ctx.linear_into(x.tensor(), w.tensor(), b.map(Var::tensor), out)
+        })
+    }
+
+    /// Rope of `x` at `positions`.
+    pub(crate) fn rope(
+        &mut self,
+        slot: Slot,
+        x: &Var,
+        positions: &Tensor,
+        rope: &RopeConfig,
+        freqs: Option<&Tensor>,
+    ) -> Result<Var> {
+        if tracking(&[x]) {
+            return Ok(self.ag.rope(x, positions, rope, freqs)?);
+        }
+        self.write(slot, x.dims(), x.dtype(), |ctx, out| {
+            ctx.rope_into(x.tensor(), positions, rope, freqs, out)
+        })
+    }
+
+    /// Causal attention of `q` over `k`, `v`.
+    pub(crate) fn attention(
+        &mut self,
+        slot: Slot,
+        q: &Var,
+        k: &Var,
+        v: &Var,
+        params: &AttentionParams,
+    ) -> Result<Var> {
+        if tracking(&[q, k, v]) {
+            return Ok(self.ag.attention(q, k, v, params)?);
+        }
+        let (dims, rank) = with_last(q.dims(), v.dims()[v.rank() - 1]);
+        self.write(slot, &dims[..rank], q.dtype(), |ctx, out| {
+            ctx.attention_into(q.tensor(), k.tensor(), v.tensor(), params, out)
+        })
+    }
+
+    /// `x = op(x, rhs)` in `x`'s own buffer when it is `slot`'s or held by `x` alone
+    /// (the residual add, the gated FFN product), else into a fresh output.
+    pub(crate) fn assign(&mut self, slot: Slot, op: BinaryOp, x: Var, rhs: &Var) -> Result<Var> {
+        if tracking(&[&x, rhs]) {
+            return Ok(match op {
+                BinaryOp::Add => self.ag.add_inplace(x, rhs)?,
+                BinaryOp::Mul => self.ag.mul(&x, rhs)?,
+                _ => self.ag.binary(op, &x, rhs)?,
+            });
+        }
+        let ctx = self.ag.ctx();
+        let mut x = x.into_tensor();
+        if let Some(arena) = self.arena.as_deref_mut()
+            && let Some(buffer) = arena.holding(slot, &x)
+            && buffer.layout() == x.layout()
+        {
+            drop(x);
+            ctx.binary_assign(op, buffer, rhs.tensor())?;
+            return Ok(Var::constant(buffer.clone()));
+        }
+        if x.is_unique() && x.is_contiguous() {
+            ctx.binary_assign(op, &mut x, rhs.tensor())?;
+            return Ok(Var::constant(x));
+        }
+        Ok(Var::constant(ctx.binary(op, &x, rhs.tensor())?))
+    }
+}
