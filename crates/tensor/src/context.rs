@@ -110,7 +110,8 @@ impl ExecContext {
 /// The output of a [`Dest::Pool`] run: always there (the `Option` only says which
 /// destination ran).
 pub(crate) fn fresh(op: &'static str, out: Result<Option<Tensor>>) -> Result<Tensor> {
-    out?.ok_or(TensorError::Argument {
+    // `ok_or_else`: the message is built (allocated) only on failure, not per op.
+    out?.ok_or_else(|| TensorError::Argument {
         op,
         name: "out",
         reason: "no output was produced".into(),

@@ -628,6 +628,13 @@ fn rows_of(spec: &SlotSpec, capacity: &ArenaCapacity) -> usize {
     }
 }
 
+/// The error for an arena used after [`StepArena::release`].
+fn released(label: &str) -> LlmError {
+    LlmError::Argument {
+        what: format!("arena `{label}` was released"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -637,12 +644,5 @@ mod tests {
         for (i, slot) in SLOTS.into_iter().enumerate() {
             assert_eq!(slot as usize, i, "{slot:?}");
         }
-    }
-}
-
-/// The error for an arena used after [`StepArena::release`].
-fn released(label: &str) -> LlmError {
-    LlmError::Argument {
-        what: format!("arena `{label}` was released"),
     }
 }
