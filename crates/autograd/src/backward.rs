@@ -11,8 +11,48 @@ use crate::grad_store::GradStore;
 use crate::node::Node;
 use crate::var::{Var, VarId};
 
-/// Runs backward from `root` with gradient `seed` (the root's shape).
-pub(crate) fn run(ctx: &ExecContext, root: &Var, seed: Tensor) -> Result<GradStore> {
+/// The working sets of one backward pass (node order, DFS stack and visited set,
+/// pending gradients, a rule's input mask), kept by [`crate::Autograd`] between calls so
+/// a training step's backward reuses their capacity instead of allocating them afresh.
+/// Empty between calls: the graph is never retained.
+#[derive(Default)]
+pub(crate) struct BackwardScratch {
+    order: Vec<Arc<Node>>,
+    visited: HashSet<VarId>,
+    stack: Vec<(Arc<Node>, usize)>,
+    pending: HashMap<VarId, Tensor>,
+    needs: Vec<bool>,
+}
+
+impl std::fmt::Debug for BackwardScratch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BackwardScratch")
+            .field("order_capacity", &self.order.capacity())
+            .field("pending_capacity", &self.pending.capacity())
+            .finish()
+    }
+}
+
+impl BackwardScratch {
+    /// Drops everything held (node handles, gradients), keeping the capacity.
+    fn clear(&mut self) {
+        self.order.clear();
+        self.visited.clear();
+        self.stack.clear();
+        self.pending.clear();
+        self.needs.clear();
+    }
+}
+
+/// Runs backward from `root` with gradient `seed` (the root's shape), writing the leaf
+/// gradients into `store` (cleared first) and working in `scratch`.
+pub(crate) fn run(
+    ctx: &ExecContext,
+    root: &Var,
+    seed: Tensor,
+    scratch: &mut BackwardScratch,
+    store: &mut GradStore,
+) -> Result<()> {
     let node = root.node.as_ref().ok_or(AutogradError::NoGraph)?;
     if seed.shape() != root.shape() {
         return Err(AutogradError::SeedShape {
@@ -20,11 +60,28 @@ pub(crate) fn run(ctx: &ExecContext, root: &Var, seed: Tensor) -> Result<GradSto
             seed: *seed.shape(),
         });
     }
-    let order = topological_order(node);
-    let mut pending: HashMap<VarId, Tensor> = HashMap::new();
+    store.clear();
+    scratch.clear();
+    let result = run_in(ctx, node, seed, scratch, store);
+    scratch.clear();
+    result
+}
+
+fn run_in(
+    ctx: &ExecContext,
+    node: &Arc<Node>,
+    seed: Tensor,
+    scratch: &mut BackwardScratch,
+    store: &mut GradStore,
+) -> Result<()> {
+    topological_order(node, scratch);
+    let BackwardScratch {
+        order,
+        pending,
+        needs,
+        ..
+    } = scratch;
     pending.insert(node.id, seed);
-    let mut store = GradStore::new();
-    let mut needs = Vec::new();
     // `order` is post-order (inputs before users): walk it from the root down.
     for node in order.iter().rev() {
         let Some(grad) = pending.remove(&node.id) else {
@@ -43,23 +100,28 @@ pub(crate) fn run(ctx: &ExecContext, root: &Var, seed: Tensor) -> Result<GradSto
         needs.clear();
         needs.extend(node.parents.iter().map(Option::is_some));
         // Running the rule consumes it: the views it saved are released right here.
-        let grads = rule(ctx, grad, &needs)?;
+        let grads = rule(ctx, grad, needs)?;
         for (parent, grad) in node.parents.iter().zip(grads) {
             let (Some(parent), Some(grad)) = (parent, grad) else {
                 continue;
             };
             let grad = sum_to_shape(ctx, node.op, grad, &parent.shape)?;
-            accumulate(ctx, &mut pending, parent.id, grad)?;
+            accumulate(ctx, pending, parent.id, grad)?;
         }
     }
-    Ok(store)
+    Ok(())
 }
 
-/// Every node reachable from `root`, inputs before their users (iterative DFS).
-fn topological_order(root: &Arc<Node>) -> Vec<Arc<Node>> {
-    let mut order = Vec::new();
-    let mut visited: HashSet<VarId> = HashSet::new();
-    let mut stack: Vec<(Arc<Node>, usize)> = vec![(Arc::clone(root), 0)];
+/// Every node reachable from `root` into `scratch.order`, inputs before their users
+/// (iterative DFS).
+fn topological_order(root: &Arc<Node>, scratch: &mut BackwardScratch) {
+    let BackwardScratch {
+        order,
+        visited,
+        stack,
+        ..
+    } = scratch;
+    stack.push((Arc::clone(root), 0));
     visited.insert(root.id);
     while let Some((node, next)) = stack.last_mut() {
         let parent = node.parents[*next..].iter().enumerate().find_map(|(i, p)| {
@@ -80,7 +142,6 @@ fn topological_order(root: &Arc<Node>) -> Vec<Arc<Node>> {
             }
         }
     }
-    order
 }
 
 /// Adds `grad` into the pending gradient of `id` (in place when that buffer is unshared).

@@ -20,6 +20,12 @@ impl GradStore {
         Self::default()
     }
 
+    /// Removes every gradient, keeping the capacity (a store reused across steps with
+    /// [`crate::Autograd::backward_into`]).
+    pub fn clear(&mut self) {
+        self.grads.clear();
+    }
+
     /// The gradient of `var`, if backward reached it.
     pub fn get(&self, var: &Var) -> Option<&Tensor> {
         var.id().and_then(|id| self.grads.get(&id))

@@ -121,7 +121,6 @@ fn check_no_allocation_no_fallback(model: &Arc<Model>, what: &str) {
     assert!(fallbacks.is_empty(), "{what}: host fallbacks {fallbacks:?}");
     let before = gpu.pool().stats();
     assert_eq!(before.outstanding, 0, "{what}: {before:?}");
-    assert!(before.peak_outstanding_bytes <= 4096, "{what}: {before:?}");
     let mut session = model.session().unwrap();
     session.prefill(&[1, 2, 3]).unwrap();
     session.step(4).unwrap();
@@ -129,6 +128,14 @@ fn check_no_allocation_no_fallback(model: &Arc<Model>, what: &str) {
     assert_eq!(
         after.misses, before.misses,
         "{what}: a step allocated: {after:?}"
+    );
+    // What a step leases (kernel scratch) it returns: nothing stays outstanding.
+    assert_eq!(after.outstanding, 0, "{what}: {after:?}");
+    let stats = model.executor().arena_stats();
+    assert_eq!(
+        (stats.pool_outputs, stats.replaced),
+        (0, 0),
+        "{what}: {stats:?}"
     );
 }
 
@@ -260,18 +267,19 @@ fn long_inputs_run_in_arena_sized_chunks() {
     );
     assert!(d <= 1e-4, "prefill of 300 tokens: {d:.2e}");
     assert_eq!((gs.len(), gs.tokens()), (cs.len(), cs.tokens()));
-    // 40 more positions with every row's logits: two steps of the 32-row logits buffer.
-    let more = &tokens[..40];
+    // 90 more positions with every row's logits (the caller's to keep: from the device
+    // pool, not the arena).
+    let more = &tokens[..90];
     let g = gs.logits_all(more).unwrap();
     let c = cs.logits_all(more).unwrap();
-    assert_eq!(g.dims(), [40, 300]);
+    assert_eq!(g.dims(), [90, 300]);
     let d = compare(
-        "logits_all 40",
+        "logits_all 90",
         logits_slice(&g).unwrap(),
         logits_slice(&c).unwrap(),
         300,
     );
-    assert!(d <= 1e-4, "logits of 40 positions after 300: {d:.2e}");
+    assert!(d <= 1e-4, "logits of 90 positions after 300: {d:.2e}");
     // Truncate and continue: the device cache is overwritten from there.
     gs.truncate(100);
     cs.truncate(100);

@@ -1,11 +1,18 @@
 //! The exec/backend seam: the `Backend` trait every backend implements.
 //!
 //! The [`crate::ExecContext`] validates each op (shapes, dtypes, ranges), takes the output
-//! from the backend's pool through [`Backend::allocate`], and calls one of these kernels
-//! with the inputs and a mutable output. Kernels never allocate outputs and may assume the
-//! context's checks hold: the output is contiguous, uniquely held and of the documented
-//! shape and dtype; inputs have the documented dtypes and broadcast shapes. Inputs may be
-//! strided (transposed and broadcast views are passed without copies).
+//! from the backend's pool through [`Backend::allocate`] (or checks the caller's, for the
+//! `*_into` variants), and calls one of these kernels with the inputs and a mutable
+//! output. Kernels never allocate outputs and may assume the context's checks hold.
+//!
+//! The output rule: an output is an exclusive region of a buffer. It is contiguous, of
+//! the documented shape and dtype, in writable storage; a host buffer is held by the
+//! output tensor alone (CPU kernels write through it); and no input views the output's
+//! buffer (a GPU dispatch may not bind one buffer for reading and writing). A device
+//! output may be a region of a buffer other views share (a step arena's slot); the
+//! in-place `binary_inplace` reads and writes its `lhs_out` only. Inputs have the
+//! documented dtypes and broadcast shapes and may be strided (transposed and broadcast
+//! views are passed without copies).
 
 use std::fmt::Debug;
 

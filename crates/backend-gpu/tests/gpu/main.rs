@@ -15,6 +15,7 @@ mod elementwise;
 mod fallback;
 mod linalg;
 mod nn;
+mod persistent;
 mod pool;
 mod reduction;
 mod windows;

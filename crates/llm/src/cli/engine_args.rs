@@ -54,6 +54,11 @@ pub(crate) struct EngineArgs {
 impl EngineArgs {
     /// Loads the model with these settings.
     pub(crate) fn load(&self) -> anyhow::Result<Arc<Model>> {
+        self.load_for(1)
+    }
+
+    /// Loads the model for batched decode steps of up to `sessions` sessions.
+    pub(crate) fn load_for(&self, sessions: usize) -> anyhow::Result<Arc<Model>> {
         let options = LoadOptions {
             tokenizer: self.model.tokenizer.clone(),
             threads: self.threads,
@@ -68,6 +73,7 @@ impl EngineArgs {
             },
             prepare_weights: !self.no_repack,
             arena: None,
+            batch_sessions: sessions,
         };
         let file = self.model.open()?;
         Model::from_file(file, &options).with_context(|| self.model.model.display().to_string())

@@ -45,7 +45,7 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
         .as_ref()
         .map(|path| std::fs::read_to_string(path).with_context(|| path.display().to_string()))
         .transpose()?;
-    let model = args.engine.load()?;
+    let model = args.engine.load_for(args.kv_slots)?;
     let model_id = args
         .engine
         .model

@@ -121,10 +121,15 @@ pub(crate) fn forward_step(
     let Some(rows) = rows else {
         return Ok(None);
     };
-    if rows == LogitRows::Last && t > 1 {
-        x = x.narrow(0, t - 1, 1)?;
+    if rows == LogitRows::Last {
+        if t > 1 {
+            x = x.narrow(0, t - 1, 1)?;
+        }
+        return output_logits(out, config, weights, &x).map(Some);
     }
-    output_logits(out, config, weights, &x).map(Some)
+    // Every position's logits (scoring a sequence) are the caller's to keep: a `[T, V]`
+    // output from the pool, not the arena's logit rows.
+    output_logits(&mut out.pool_plan(), config, weights, &x).map(Some)
 }
 
 /// Final norm, output head and optional logit soft-cap of `x [rows, D]` → `[rows, V]`.

@@ -55,6 +55,9 @@ pub struct LoadOptions {
     /// The step arena's rows (default: [`ArenaCapacity::for_context`]): longer prompts
     /// run in chunks of `max_batch_tokens`.
     pub arena: Option<ArenaCapacity>,
+    /// The most sessions one batched decode step runs (`tempra serve`'s slots): the
+    /// arena's rows cover at least this many (default 1).
+    pub batch_sessions: usize,
 }
 
 impl Default for LoadOptions {
@@ -67,6 +70,7 @@ impl Default for LoadOptions {
             backend: BackendKind::Cpu,
             prepare_weights: true,
             arena: None,
+            batch_sessions: 1,
         }
     }
 }
@@ -146,9 +150,11 @@ impl Model {
             config.value_length,
             options.kv_type,
         );
-        let capacity = options
+        let mut capacity = options
             .arena
             .unwrap_or_else(|| ArenaCapacity::for_context(context_length));
+        capacity.max_batch_tokens = capacity.max_batch_tokens.max(options.batch_sessions);
+        capacity.max_logit_rows = capacity.max_logit_rows.max(options.batch_sessions);
         let arena_bytes = StepArena::bytes_for(&config, &capacity);
         check_memory(file.file_size(), (kv_bytes + arena_bytes) as u64)?;
         let weights = ModelWeights::from_file(&file, &config)?;
@@ -243,6 +249,11 @@ impl Model {
     /// The KV cache dtype.
     pub fn kv_type(&self) -> DType {
         self.kv_type
+    }
+
+    /// The bytes the executor's step arena holds.
+    pub fn arena_bytes(&self) -> usize {
+        self.executor.arena_bytes()
     }
 
     /// The bytes one session's KV cache reserves.

@@ -50,6 +50,12 @@ impl<'a> Outputs<'a> {
         }
     }
 
+    /// A plan over the same autograd handle with every output from the pool (outputs
+    /// the caller keeps, such as every position's logits).
+    pub(crate) fn pool_plan(&self) -> Outputs<'a> {
+        Outputs::pool(self.ag)
+    }
+
     /// The exec context.
     pub(crate) fn ctx(&self) -> &'a ExecContext {
         self.ag.ctx()

@@ -106,17 +106,12 @@ impl Session {
         result
     }
 
-    /// Runs `tokens` in chunks of the step arena's rows (of its logit rows when every
-    /// position's logits are wanted) and returns the logits on the host.
+    /// Runs `tokens` in chunks of the step arena's rows and returns the logits on the
+    /// host.
     fn run_chunks(&mut self, model: &Model, tokens: &[u32], rows: LogitRows) -> Result<Tensor> {
         let executor = model.executor();
         let ctx = executor.ctx();
-        let capacity = executor.arena_capacity();
-        let step = match rows {
-            LogitRows::Last => capacity.max_batch_tokens,
-            LogitRows::All => capacity.max_logit_rows,
-        }
-        .max(1);
+        let step = executor.arena_capacity().max_batch_tokens.max(1);
         let chunks = tokens.len().div_ceil(step);
         if chunks <= 1 {
             let logits = executor.run(|out| {
@@ -265,7 +260,7 @@ mod tests {
         assert_eq!((s.len(), s.tokens()), (21, tokens.as_slice()));
         drop(last);
 
-        // Every position's logits: chunks of the 3 logit rows.
+        // Every position's logits: chunks of the 8-token arena, the logits from the pool.
         let mut s = model.session().expect("session");
         let all = s.logits_all(&tokens).expect("logits");
         assert_eq!(all.dims(), [21, vocab]);
@@ -288,7 +283,7 @@ mod tests {
         // Every step ran in the arena: nothing fell back to the pool, no slot buffer was
         // replaced (each step's logits were dropped before the next).
         let stats = model.executor().arena_stats();
-        assert!(stats.steps >= 3 + 7 + 2 + 8, "{stats:?}");
+        assert_eq!(stats.steps, 3 + 3 + 2 + 8, "{stats:?}");
         assert_eq!((stats.pool_outputs, stats.replaced), (0, 0), "{stats:?}");
     }
 

@@ -172,6 +172,52 @@ impl ModelWeights {
         })
     }
 
+    /// Calls `f` on every weight in place, in [`Self::map`]'s order (`rope_freqs`
+    /// excepted): a training loop that swaps in its parameters' current variables each
+    /// step without building a new `ModelWeights`.
+    pub fn for_each_mut(&mut self, mut f: impl FnMut(&mut Var)) {
+        for l in &mut self.layers {
+            let LayerWeights {
+                attn_norm,
+                wq,
+                wk,
+                wv,
+                wo,
+                bq,
+                bk,
+                bv,
+                q_norm,
+                k_norm,
+                post_attn_norm,
+                ffn_norm,
+                gate,
+                up,
+                down,
+                post_ffn_norm,
+            } = l;
+            for v in [attn_norm, wq, wk, wv, wo] {
+                f(v);
+            }
+            for v in [bq, bk, bv, q_norm, k_norm, post_attn_norm]
+                .into_iter()
+                .flatten()
+            {
+                f(v);
+            }
+            for v in [ffn_norm, gate, up, down] {
+                f(v);
+            }
+            if let Some(v) = post_ffn_norm {
+                f(v);
+            }
+        }
+        f(&mut self.token_embd);
+        f(&mut self.output_norm);
+        if let Some(v) = &mut self.output {
+            f(v);
+        }
+    }
+
     /// The same weights with the matrices only `linear` reads (attention and FFN
     /// projections, an untied output head) in the layout `ctx`'s backend multiplies
     /// fastest ([`ExecContext::prepare_weight`]: on the CPU, Q4_0, Q8_0, Q4_K, Q5_K and
