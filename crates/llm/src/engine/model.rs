@@ -56,7 +56,7 @@ pub struct LoadOptions {
     /// run in chunks of `max_batch_tokens`.
     pub arena: Option<ArenaCapacity>,
     /// The most sessions one batched decode step runs (`tempra serve`'s slots): the
-    /// arena's rows cover at least this many (default 1).
+    /// arena's rows cover at least this many, up to 512 (default 1).
     pub batch_sessions: usize,
 }
 
@@ -153,8 +153,13 @@ impl Model {
         let mut capacity = options
             .arena
             .unwrap_or_else(|| ArenaCapacity::for_context(context_length));
-        capacity.max_batch_tokens = capacity.max_batch_tokens.max(options.batch_sessions);
-        capacity.max_logit_rows = capacity.max_logit_rows.max(options.batch_sessions);
+        // Batches beyond the default step size take their outputs from the pool (counted)
+        // rather than sizing the arena for them.
+        let sessions = options
+            .batch_sessions
+            .min(ArenaCapacity::DEFAULT_BATCH_TOKENS);
+        capacity.max_batch_tokens = capacity.max_batch_tokens.max(sessions);
+        capacity.max_logit_rows = capacity.max_logit_rows.max(sessions);
         let arena_bytes = StepArena::bytes_for(&config, &capacity);
         check_memory(file.file_size(), (kv_bytes + arena_bytes) as u64)?;
         let weights = ModelWeights::from_file(&file, &config)?;
