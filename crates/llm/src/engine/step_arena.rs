@@ -356,7 +356,7 @@ impl fmt::Display for ArenaReport {
 /// # use tempra_llm::testing::{ModelShape, RandomModelSpec, random_model};
 /// # let shape = ModelShape::parse("dim=64,layers=2,heads=4,ffn=96,vocab=300")?;
 /// # let file = random_model(&RandomModelSpec::llama(shape))?;
-/// # let config = tempra_llm::ModelConfig::from_metadata(file.metadata())?;
+/// # let config = tempra_llm::model_config::ModelConfig::from_metadata(file.metadata())?;
 /// let ctx = tempra_tensor::ExecContext::reference();
 /// let capacity = ArenaCapacity { max_batch_tokens: 8, max_logit_rows: 2 };
 /// let mut arena = StepArena::new(&ctx, "executor 0", &config, capacity)?;
