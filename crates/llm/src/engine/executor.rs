@@ -34,6 +34,8 @@ pub struct Executor {
     kind: BackendKind,
     autograd: Autograd,
     threads: usize,
+    /// The arena's rows (fixed when it is made).
+    capacity: ArenaCapacity,
     arena: Mutex<StepArena>,
     /// Steps that found the arena in use by another thread and took their outputs from
     /// the pool.
@@ -86,6 +88,7 @@ impl Executor {
             kind,
             autograd: Autograd::new(ctx),
             threads,
+            capacity,
             arena: Mutex::new(arena),
             busy_steps: AtomicU64::new(0),
             gpu,
@@ -162,7 +165,7 @@ impl Executor {
 
     /// The step arena's rows.
     pub fn arena_capacity(&self) -> ArenaCapacity {
-        *self.lock_arena().capacity()
+        self.capacity
     }
 
     /// Bytes the step arena holds.

@@ -113,30 +113,14 @@ impl Session {
         let ctx = executor.ctx();
         let step = executor.arena_capacity().max_batch_tokens.max(1);
         let chunks = tokens.len().div_ceil(step);
-        if chunks <= 1 {
-            let logits = executor.run(|out| {
-                let logits = forward_step(
-                    out,
-                    model.config(),
-                    model.forward_weights(),
-                    tokens,
-                    Some(&mut self.cache),
-                    Some(rows),
-                )?;
-                let logits = logits.ok_or_else(|| LlmError::Argument {
-                    what: "the forward computed no logits".into(),
-                })?;
-                Ok(ctx.to_host(logits.tensor())?)
-            })?;
-            return Ok(logits);
-        }
-        let mut all: Vec<f32> = Vec::new();
+        // Every position's logits over several chunks are gathered here; one chunk's (or
+        // the last position's) are returned as they come.
+        let mut gathered: Vec<f32> = Vec::new();
         let mut last = None;
         for (i, chunk) in tokens.chunks(step).enumerate() {
             let want = match rows {
-                LogitRows::All => Some(LogitRows::All),
-                LogitRows::Last if i + 1 == chunks => Some(LogitRows::Last),
-                LogitRows::Last => None,
+                LogitRows::Last if i + 1 < chunks => None,
+                rows => Some(rows),
             };
             let logits = executor.run(|out| {
                 let logits = forward_step(
@@ -151,18 +135,23 @@ impl Session {
                     .map(|l| ctx.to_host(l.tensor()).map_err(LlmError::from))
                     .transpose()
             })?;
-            match (rows, logits) {
-                (LogitRows::All, Some(l)) => all.extend_from_slice(logits_slice(&l)?),
-                (LogitRows::Last, l) => last = l,
-                (LogitRows::All, None) => {}
+            match logits {
+                Some(l) if rows == LogitRows::All && chunks > 1 => {
+                    gathered.extend_from_slice(logits_slice(&l)?)
+                }
+                Some(l) => last = Some(l),
+                None => {}
             }
         }
         match last {
             Some(logits) => Ok(logits),
-            None => Ok(Tensor::owned_from_slice(
-                &all,
+            None if chunks > 1 => Ok(Tensor::owned_from_slice(
+                &gathered,
                 &[tokens.len(), model.config().vocab_size],
             )?),
+            None => Err(LlmError::Argument {
+                what: "the forward computed no logits".into(),
+            }),
         }
     }
 

@@ -436,11 +436,8 @@ impl StepArena {
 
     /// The bytes an arena for `config` and `capacity` holds.
     pub fn bytes_for(config: &ModelConfig, capacity: &ArenaCapacity) -> usize {
-        SLOTS
-            .iter()
-            .filter_map(|&slot| slot_spec(config, slot))
-            .map(|spec| rows_of(&spec, capacity) * spec.width * spec.dtype.block_bytes())
-            .sum()
+        let specs = SLOTS.map(|slot| slot_spec(config, slot));
+        specs_bytes(&specs, capacity)
     }
 
     /// The label given at creation.
@@ -461,12 +458,7 @@ impl StepArena {
     /// Bytes held (0 once released).
     pub fn bytes(&self) -> usize {
         match &self.buffers {
-            Some(_) => self
-                .specs
-                .iter()
-                .flatten()
-                .map(|s| rows_of(s, &self.capacity) * s.width * s.dtype.block_bytes())
-                .sum(),
+            Some(_) => specs_bytes(&self.specs, &self.capacity),
             None => 0,
         }
     }
@@ -618,6 +610,15 @@ impl Drop for StepArena {
             eprintln!("tempra-llm: {report}");
         }
     }
+}
+
+/// The bytes of every present slot of `specs` at `capacity`.
+fn specs_bytes(specs: &[Option<SlotSpec>], capacity: &ArenaCapacity) -> usize {
+    specs
+        .iter()
+        .flatten()
+        .map(|s| rows_of(s, capacity) * s.width * s.dtype.block_bytes())
+        .sum()
 }
 
 /// The rows a slot holds at `capacity`.
