@@ -147,9 +147,13 @@ pub fn run(model: &ModelSource, threads: usize, out: &mut Vec<Check>) -> Result<
             name("heap_allocs_per_token"),
             allocs as f64 / tokens,
             Unit::Ratio,
-            Limit::AtMost(0.0),
+            Limit::Below(1.0),
         )
-        .with_note("heap allocations of any size: every intermediate is a step-arena view"),
+        .with_note(
+            "heap allocations of any size per token (every intermediate is a step-arena \
+             view); counted process-wide, so a one-off on another thread reads 1/32, \
+             anything made per token at least 1",
+        ),
     );
     out.push(
         Check::info(name("heap_allocs_per_op"), allocs_per_op, Unit::Ratio)
