@@ -1,12 +1,13 @@
 //! `CpuBackend`: the `Backend` implementation. Ops not yet specialised delegate to the
-//! reference kernels (marked `// delegated`).
+//! reference kernels (marked `// delegated`); every delegation goes through
+//! [`CpuBackend::delegated`] and is counted in [`Backend::handoffs`].
 
 use std::sync::Arc;
 
 use tempra_pool::{HostPool, PoolStats};
 use tempra_tensor::{
-    AttentionParams, Backend, BinaryOp, ReduceOp, ReferenceBackend, Result, RopeConfig, Storage,
-    Tensor, TensorError, UnaryOp,
+    AttentionParams, Backend, BinaryOp, HandoffCounter, Handoffs, ReduceOp, ReferenceBackend,
+    Result, RopeConfig, Storage, Tensor, TensorError, UnaryOp,
 };
 
 use crate::config::CpuConfig;
@@ -20,6 +21,7 @@ use crate::workers::WorkerPool;
 pub struct CpuBackend {
     pool: HostPool,
     reference: Arc<ReferenceBackend>,
+    handoffs: Arc<HandoffCounter>,
     level: Level,
     workers: Arc<WorkerPool>,
 }
@@ -60,6 +62,7 @@ impl CpuBackend {
     fn assemble(pool: HostPool, level: Level, workers: Arc<WorkerPool>) -> Self {
         Self {
             reference: Arc::new(ReferenceBackend::new(pool.clone())),
+            handoffs: Arc::new(HandoffCounter::new()),
             pool,
             level,
             workers,
@@ -89,6 +92,12 @@ impl CpuBackend {
     /// Threads a kernel may use (the caller included).
     pub fn threads(&self) -> usize {
         self.workers.threads()
+    }
+
+    /// The reference backend, for a call of `op` this backend hands to it (counted).
+    fn delegated(&self, op: &'static str) -> &ReferenceBackend {
+        self.handoffs.count(op);
+        &self.reference
     }
 
     /// What the op kernels need, gathered per call.
@@ -121,60 +130,70 @@ impl Backend for CpuBackend {
         self.pool.stats()
     }
 
+    fn handoffs(&self) -> Handoffs {
+        self.handoffs.snapshot()
+    }
+
     fn upload(&self, src: &[u8], out: &mut Tensor) -> Result<()> {
-        ops::copy::upload(&self.exec(), src, out)?.or_else(|| self.reference.upload(src, out))
+        ops::copy::upload(&self.exec(), src, out)?
+            .or_else(|| self.delegated("upload").upload(src, out))
     }
 
     fn fill(&self, out: &mut Tensor, value: f64) -> Result<()> {
-        ops::copy::fill(&self.exec(), out, value)?.or_else(|| self.reference.fill(out, value))
+        ops::copy::fill(&self.exec(), out, value)?
+            .or_else(|| self.delegated("fill").fill(out, value))
     }
 
     fn copy(&self, src: &Tensor, dst: &mut Tensor) -> Result<()> {
-        ops::copy::copy(&self.exec(), src, dst)?.or_else(|| self.reference.copy(src, dst))
+        ops::copy::copy(&self.exec(), src, dst)?.or_else(|| self.delegated("copy").copy(src, dst))
     }
 
     fn quantize(&self, src: &Tensor, out: &mut Tensor) -> Result<()> {
-        self.reference.quantize(src, out) // delegated
+        self.delegated("quantize").quantize(src, out) // delegated
     }
 
     fn unary(&self, op: UnaryOp, x: &Tensor, out: &mut Tensor) -> Result<()> {
         ops::elementwise::unary(&self.exec(), op, x, out)?
-            .or_else(|| self.reference.unary(op, x, out))
+            .or_else(|| self.delegated("unary").unary(op, x, out))
     }
 
     fn binary(&self, op: BinaryOp, lhs: &Tensor, rhs: &Tensor, out: &mut Tensor) -> Result<()> {
         ops::elementwise::binary(&self.exec(), op, lhs, rhs, out)?
-            .or_else(|| self.reference.binary(op, lhs, rhs, out))
+            .or_else(|| self.delegated("binary").binary(op, lhs, rhs, out))
     }
 
     fn binary_inplace(&self, op: BinaryOp, lhs_out: &mut Tensor, rhs: &Tensor) -> Result<()> {
-        ops::elementwise::binary_inplace(&self.exec(), op, lhs_out, rhs)?
-            .or_else(|| self.reference.binary_inplace(op, lhs_out, rhs))
+        ops::elementwise::binary_inplace(&self.exec(), op, lhs_out, rhs)?.or_else(|| {
+            self.delegated("binary_inplace")
+                .binary_inplace(op, lhs_out, rhs)
+        })
     }
 
     fn binary_scalar(&self, op: BinaryOp, x: &Tensor, scalar: f64, out: &mut Tensor) -> Result<()> {
-        ops::elementwise::binary_scalar(&self.exec(), op, x, scalar, out)?
-            .or_else(|| self.reference.binary_scalar(op, x, scalar, out))
+        ops::elementwise::binary_scalar(&self.exec(), op, x, scalar, out)?.or_else(|| {
+            self.delegated("binary_scalar")
+                .binary_scalar(op, x, scalar, out)
+        })
     }
 
     fn reduce(&self, op: ReduceOp, x: &Tensor, dim: usize, out: &mut Tensor) -> Result<()> {
         ops::reduce::reduce(&self.exec(), op, x, dim, out)?
-            .or_else(|| self.reference.reduce(op, x, dim, out))
+            .or_else(|| self.delegated("reduce").reduce(op, x, dim, out))
     }
 
     fn argmax(&self, x: &Tensor, dim: usize, out: &mut Tensor) -> Result<()> {
         ops::reduce::argmax(&self.exec(), x, dim, out)?
-            .or_else(|| self.reference.argmax(x, dim, out))
+            .or_else(|| self.delegated("argmax").argmax(x, dim, out))
     }
 
     fn softmax(&self, x: &Tensor, log: bool, out: &mut Tensor) -> Result<()> {
         ops::softmax::softmax(&self.exec(), x, log, out)?
-            .or_else(|| self.reference.softmax(x, log, out))
+            .or_else(|| self.delegated("softmax").softmax(x, log, out))
     }
 
     fn matmul(&self, a: &Tensor, b: &Tensor, out: &mut Tensor) -> Result<()> {
         if out.dtype() == tempra_tensor::DType::F64 {
-            return self.reference.matmul(a, b, out); // delegated: f64 is for gradient checks
+            return self.delegated("matmul").matmul(a, b, out); // delegated: f64 is for gradient checks
         }
         crate::matmul::matmul(&self.products().gemm, a, b, out)
     }
@@ -187,7 +206,7 @@ impl Backend for CpuBackend {
         out: &mut Tensor,
     ) -> Result<()> {
         if out.dtype() == tempra_tensor::DType::F64 {
-            return self.reference.linear(x, w, bias, out); // delegated: f64 is for gradient checks
+            return self.delegated("linear").linear(x, w, bias, out); // delegated: f64 is for gradient checks
         }
         crate::linear::linear(&self.products(), x, w, bias, out)
     }
@@ -198,7 +217,7 @@ impl Backend for CpuBackend {
 
     fn rms_norm(&self, x: &Tensor, w: &Tensor, eps: f64, out: &mut Tensor) -> Result<()> {
         ops::norm::rms_norm(&self.exec(), x, w, eps, out)?
-            .or_else(|| self.reference.rms_norm(x, w, eps, out))
+            .or_else(|| self.delegated("rms_norm").rms_norm(x, w, eps, out))
     }
 
     fn layer_norm(
@@ -210,7 +229,7 @@ impl Backend for CpuBackend {
         out: &mut Tensor,
     ) -> Result<()> {
         ops::norm::layer_norm(&self.exec(), x, w, b, eps, out)?
-            .or_else(|| self.reference.layer_norm(x, w, b, eps, out))
+            .or_else(|| self.delegated("layer_norm").layer_norm(x, w, b, eps, out))
     }
 
     fn rope(
@@ -232,22 +251,23 @@ impl Backend for CpuBackend {
             out,
         )?
         .or_else(|| {
-            self.reference
+            self.delegated("rope")
                 .rope(x, positions, config, freq_factors, inverse, out)
         })
     }
 
     fn embedding(&self, table: &Tensor, ids: &Tensor, out: &mut Tensor) -> Result<()> {
         ops::embedding::embedding(&self.exec(), table, ids, out)?
-            .or_else(|| self.reference.embedding(table, ids, out))
+            .or_else(|| self.delegated("embedding").embedding(table, ids, out))
     }
 
     fn embedding_backward(&self, ids: &Tensor, grad: &Tensor, out: &mut Tensor) -> Result<()> {
-        self.reference.embedding_backward(ids, grad, out) // delegated
+        self.delegated("embedding_backward")
+            .embedding_backward(ids, grad, out) // delegated
     }
 
     fn one_hot(&self, ids: &Tensor, out: &mut Tensor) -> Result<()> {
-        self.reference.one_hot(ids, out) // delegated
+        self.delegated("one_hot").one_hot(ids, out) // delegated
     }
 
     fn cross_entropy(
@@ -259,7 +279,7 @@ impl Backend for CpuBackend {
     ) -> Result<()> {
         ops::cross_entropy::cross_entropy(&self.exec(), logits, targets, ignore_index, out)?
             .or_else(|| {
-                self.reference
+                self.delegated("cross_entropy")
                     .cross_entropy(logits, targets, ignore_index, out)
             })
     }
@@ -281,7 +301,7 @@ impl Backend for CpuBackend {
             out,
         )?
         .or_else(|| {
-            self.reference
+            self.delegated("cross_entropy_backward")
                 .cross_entropy_backward(logits, targets, ignore_index, grad, out)
         })
     }
@@ -309,7 +329,7 @@ impl Backend for CpuBackend {
             dv,
         )?
         .or_else(|| {
-            self.reference
+            self.delegated("attention_backward")
                 .attention_backward(q, k, v, params, grad, dq, dk, dv)
         })
     }
@@ -323,6 +343,6 @@ impl Backend for CpuBackend {
         out: &mut Tensor,
     ) -> Result<()> {
         ops::attention::attention(&self.exec(), q, k, v, params, out)?
-            .or_else(|| self.reference.attention(q, k, v, params, out))
+            .or_else(|| self.delegated("attention").attention(q, k, v, params, out))
     }
 }

@@ -1,11 +1,12 @@
 //! `GpuBackend`: the public handle on one device, its pools and its kernels.
 
-use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use tempra_pool::{BufferPool, HostPool};
-use tempra_tensor::{DType, ExecContext, Layout, ReferenceBackend, Storage, Tensor};
+use tempra_tensor::{
+    DType, ExecContext, HandoffCounter, Handoffs, Layout, ReferenceBackend, Storage, Tensor,
+};
 
 use crate::device::{AdapterSummary, open};
 use crate::device_context::DeviceContext;
@@ -39,7 +40,7 @@ use crate::storage::{DeviceBuffer, GpuStorage};
 pub struct GpuBackend {
     pub(crate) ctx: Arc<DeviceContext>,
     pub(crate) reference: ReferenceBackend,
-    fallbacks: Arc<Mutex<BTreeMap<&'static str, u64>>>,
+    fallbacks: Arc<HandoffCounter>,
 }
 
 impl GpuBackend {
@@ -105,21 +106,16 @@ impl GpuBackend {
     }
 
     /// How many calls of each op ran on the host (read-back, reference kernel, upload)
-    /// because no GPU kernel covers them.
-    pub fn host_fallbacks(&self) -> BTreeMap<&'static str, u64> {
-        self.fallbacks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+    /// because no GPU kernel covers them; the same counts as [`Backend::handoffs`]
+    /// (through an [`ExecContext`]: [`ExecContext::handoffs`]).
+    ///
+    /// [`Backend::handoffs`]: tempra_tensor::Backend::handoffs
+    pub fn host_fallbacks(&self) -> Handoffs {
+        self.fallbacks.snapshot()
     }
 
     pub(crate) fn count_fallback(&self, op: &'static str) {
-        *self
-            .fallbacks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(op)
-            .or_default() += 1;
+        self.fallbacks.count(op);
     }
 
     /// Submits all recorded work without waiting.

@@ -69,6 +69,10 @@ impl Backend for GpuBackend {
         self.ctx.pool.stats()
     }
 
+    fn handoffs(&self) -> tempra_tensor::Handoffs {
+        self.host_fallbacks()
+    }
+
     fn upload(&self, src: &[u8], out: &mut Tensor) -> Result<()> {
         const OP: &str = "upload";
         let range = out

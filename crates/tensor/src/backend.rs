@@ -20,6 +20,7 @@ use tempra_pool::PoolStats;
 
 use crate::attention::AttentionParams;
 use crate::error::Result;
+use crate::handoff::Handoffs;
 use crate::op_kinds::{BinaryOp, ReduceOp, UnaryOp};
 use crate::rope::RopeConfig;
 use crate::storage::Storage;
@@ -44,6 +45,13 @@ pub trait Backend: Send + Sync + Debug {
 
     /// The counters of the pool outputs come from.
     fn pool_stats(&self) -> PoolStats;
+
+    /// The calls this backend handed to another implementation so far, per op (the CPU
+    /// backend's delegations to the reference kernels, a device backend's host
+    /// fallbacks). A backend that runs every op itself keeps this default (none).
+    fn handoffs(&self) -> Handoffs {
+        Handoffs::new()
+    }
 
     /// Copies host bytes into `out` (contiguous, `src.len()` == its byte size).
     fn upload(&self, src: &[u8], out: &mut Tensor) -> Result<()>;

@@ -62,6 +62,12 @@ impl ExecContext {
         self.backend.pool_stats()
     }
 
+    /// The calls the backend handed to another implementation so far, per op
+    /// ([`Backend::handoffs`]).
+    pub fn handoffs(&self) -> crate::Handoffs {
+        self.backend.handoffs()
+    }
+
     /// A fresh contiguous output of `shape` and `dtype` from the backend's pool.
     pub(crate) fn alloc(&self, op: &'static str, shape: Shape, dtype: DType) -> Result<Tensor> {
         let layout = Layout::contiguous(shape, dtype).map_err(|e| rename_op(e, op))?;

@@ -9,13 +9,17 @@
 //!   and cheap views over it.
 //! - [`ExecContext`]: validates ops, takes outputs from the backend's pool, calls the
 //!   [`Backend`]; [`ReferenceBackend`] is the scalar specification of every op.
+//! - [`compare::nmse`]: the one error metric cross-backend comparisons use;
+//!   [`Backend::handoffs`]: the calls a backend handed to another implementation.
 
 pub mod attention;
 pub mod backend;
+pub mod compare;
 pub mod context;
 pub mod dtype;
 pub mod element;
 pub mod error;
+pub mod handoff;
 pub mod layout;
 pub mod op_kinds;
 pub mod quant;
@@ -34,6 +38,7 @@ pub use dtype::DType;
 pub use element::Element;
 pub use error::{Result, TensorError};
 pub use half;
+pub use handoff::{HandoffCounter, Handoffs};
 pub use layout::{Layout, Runs, StridedIndex, broadcast_shapes};
 pub use op_kinds::{BinaryOp, ReduceOp, UnaryOp};
 pub use reference::ReferenceBackend;
