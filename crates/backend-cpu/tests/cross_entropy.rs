@@ -7,7 +7,7 @@ use common::{check, cpus, randn};
 use tempra_tensor::{DType, ExecContext, Result, Tensor};
 
 /// f32 log-sum-exp against the f64 reference.
-const TOL: f64 = 2e-6;
+const TOL: f64 = 4e-12;
 
 fn targets(ctx: &ExecContext, rows: usize, v: usize, ignore: Option<u32>) -> Result<Tensor> {
     let ids: Vec<u32> = (0..rows)

@@ -7,8 +7,8 @@ use tempra_tensor::{BinaryOp, DType, ExecContext, Result, Tensor, UnaryOp};
 
 /// Normalized-error budget of the elementwise ops in f32 (the approximations are within
 /// ~2.5e-7 relative; erf-GELU within ~1e-6).
-const TOL: f64 = 1e-6;
-const TOL_ERF: f64 = 3e-6;
+const TOL: f64 = 1e-12;
+const TOL_ERF: f64 = 1e-11;
 
 /// Inputs valid for `op` (positive for log/sqrt/rsqrt), spread wide enough to reach the
 /// approximations' range reductions.

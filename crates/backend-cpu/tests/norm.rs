@@ -6,7 +6,7 @@ use common::{SIZES, check, randn};
 use tempra_tensor::{DType, ExecContext, Result, Tensor};
 
 /// Sums of squares in f32 (chunks joined in f64), the scale in f64.
-const TOL: f64 = 1e-6;
+const TOL: f64 = 1e-12;
 
 fn input(ctx: &ExecContext, rows: usize, d: usize, seed: u64) -> Result<Tensor> {
     ctx.add_scalar(

@@ -7,7 +7,7 @@ use tempra_tensor::{DType, ReduceOp};
 
 /// Sums are accumulated in f32 (the reference in f64): a few ulps of the largest partial
 /// sum, relative to the largest result.
-const TOL_SUM: f64 = 2e-6;
+const TOL_SUM: f64 = 4e-12;
 
 const OPS: [ReduceOp; 4] = [ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min];
 

@@ -7,7 +7,7 @@ use common::{check, randn};
 use tempra_tensor::{DType, ExecContext, Result, RopeConfig, RopeScaling, RopeStyle, Tensor};
 
 /// Angles and sin/cos in f64 like the reference; the rotation in f32.
-const TOL: f64 = 1e-6;
+const TOL: f64 = 1e-12;
 
 fn positions(ctx: &ExecContext, t: usize, start: u32) -> Result<Tensor> {
     let p: Vec<u32> = (0..t as u32).map(|i| start + 7 * i).collect();

@@ -2,8 +2,8 @@
 //! numpy float64 goldens (`tests/data/ops/*.json`, written by `make_op_goldens.py`; no
 //! Python runs here).
 //!
-//! Each golden case runs twice: with F64 inputs (normalized error ≤ 1e-12) and with F32
-//! inputs (≤ 1e-5), where the normalized error is `max|got − want| / max(1, max|want|)`.
+//! Each golden case runs twice: with F64 inputs (NMSE ≤ 1e-24) and with F32 inputs
+//! (≤ 1e-10), in the one error metric, [`tempra_tensor::compare::nmse_values`].
 //! Cases whose inputs have a fixed dtype (f16/bf16 matmul, f16 weights and KV, ...) run
 //! once. Cases flagged `"quant": true` need the GGUF block formats of `src/quant`; they
 //! run only in [`golden_q8_0_cases_need_quant_module`], so a broken or missing quant
@@ -165,36 +165,32 @@ fn check_case(ctx: &ExecContext, case: &Case, mode: DType) -> Result<(), String>
     let got = out
         .to_vec_f64()
         .map_err(|e| format!("reading the output: {e}"))?;
-    let tol = if mode == DType::F64 { 1e-12 } else { 1e-5 };
-    let (err, worst) = normalized_error(&got, &case.expected.data);
+    let tol = if mode == DType::F64 { 1e-24 } else { 1e-10 };
+    let err = tempra_tensor::compare::nmse_values(&got, &case.expected.data)
+        .map_err(|e| format!("comparing: {e}"))?;
+    let worst = worst_element(&got, &case.expected.data);
     if std::env::var_os("TEMPRA_GOLDEN_VERBOSE").is_some() {
         println!("{} [{mode}]: normalized error {err:.3e}", case.name);
     }
     if err.is_nan() || err > tol {
         return Err(format!(
-            "normalized error {err:.3e} > {tol:.0e}; worst at flat index {worst}: got {} want {}",
+            "nmse {err:.3e} > {tol:.0e}; worst at flat index {worst}: got {} want {}",
             got[worst], case.expected.data[worst]
         ));
     }
     Ok(())
 }
 
-/// `max|a − b| / max(1, max|b|)` (NaN counts as infinite) and the index of the worst element.
-fn normalized_error(got: &[f64], want: &[f64]) -> (f64, usize) {
-    assert_eq!(got.len(), want.len());
-    let scale = want.iter().fold(1f64, |m, v| m.max(v.abs()));
+/// The index of the element with the largest absolute difference (for the message).
+fn worst_element(got: &[f64], want: &[f64]) -> usize {
     let mut worst = (0f64, 0);
     for (i, (a, b)) in got.iter().zip(want).enumerate() {
-        let d = if a.is_nan() {
-            f64::INFINITY
-        } else {
-            (a - b).abs()
-        };
+        let d = (a - b).abs();
         if d > worst.0 {
             worst = (d, i);
         }
     }
-    (worst.0 / scale, worst.1)
+    worst.1
 }
 
 /// The tensor of one input spec, in the mode's dtype unless the spec fixes one, with its
@@ -549,8 +545,8 @@ fn q8_0_ops_match_dequantized_weights_need_quant_module() -> Res<()> {
     for b in [None, Some(&bias)] {
         let got = ctx.linear(&x, &wq, b)?.to_vec_f64()?;
         let want = ctx.linear(&x, &wd, b)?.to_vec_f64()?;
-        let (err, _) = normalized_error(&got, &want);
-        assert!(err <= 1e-6, "linear over Q8_0 vs dequantized: {err:e}");
+        let err = tempra_tensor::compare::nmse_values(&got, &want)?;
+        assert!(err <= 1e-12, "linear over Q8_0 vs dequantized: {err:e}");
     }
     // Narrowed rows and a narrowed block column of the quantized weight; a strided input.
     let xt = ctx.randn(&[32, 2], DType::F32, 0.0, 1.0, 14)?.t()?;
@@ -559,9 +555,9 @@ fn q8_0_ops_match_dequantized_weights_need_quant_module() -> Res<()> {
         let want = ctx
             .linear(&xt, &ctx.cast(&wv, DType::F32)?, None)?
             .to_vec_f64()?;
-        let (err, _) = normalized_error(&got, &want);
+        let err = tempra_tensor::compare::nmse_values(&got, &want)?;
         assert!(
-            err <= 1e-6,
+            err <= 1e-12,
             "linear over a Q8_0 view vs dequantized: {err:e}"
         );
     }

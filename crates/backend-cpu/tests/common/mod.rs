@@ -1,6 +1,6 @@
 //! Shared helpers of the reference-vs-CPU tests: one context per (available ISA, thread
-//! count), the reference context, and the normalized error
-//! `max|a − b| / max(1e-6, max|b|)`.
+//! count), the reference context, and comparisons in the one error metric,
+//! [`tempra_tensor::compare::nmse`] (budgets are NMSE).
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -54,35 +54,18 @@ pub fn reference() -> ExecContext {
     ExecContext::reference()
 }
 
-/// `max|a − b| / max(1e-6, max|b|)` over the elements (as f64); NaN where exactly one side
-/// is NaN counts as infinite error, NaN on both sides as equal.
-pub fn norm_err(a: &Tensor, b: &Tensor) -> f64 {
-    assert_eq!(a.dims(), b.dims(), "shapes differ");
-    let (a, b) = (a.to_vec_f64().unwrap(), b.to_vec_f64().unwrap());
-    let scale = b
-        .iter()
-        .filter(|v| v.is_finite())
-        .fold(0.0f64, |m, v| m.max(v.abs()))
-        .max(1e-6);
-    let mut worst = 0.0f64;
-    for (x, y) in a.iter().zip(&b) {
-        let e = if (x.is_nan() && y.is_nan()) || x == y {
-            0.0
-        } else if x.is_nan() || y.is_nan() || x.is_infinite() || y.is_infinite() {
-            f64::INFINITY
-        } else {
-            (x - y).abs()
-        };
-        worst = worst.max(e);
-    }
-    worst / scale
+/// The NMSE of `got` against `want` ([`tempra_tensor::compare::nmse`]); NaNs or
+/// infinities out of place are an infinite error.
+pub fn norm_err(got: &Tensor, want: &Tensor) -> f64 {
+    assert_eq!(got.dims(), want.dims(), "shapes differ");
+    tempra_tensor::compare::nmse(got, want).unwrap_or(f64::INFINITY)
 }
 
-/// Asserts `norm_err(got, want) <= tol`.
+/// Asserts `norm_err(got, want) <= budget` (an NMSE).
 #[track_caller]
-pub fn assert_close(got: &Tensor, want: &Tensor, tol: f64, what: &str) {
+pub fn assert_close(got: &Tensor, want: &Tensor, budget: f64, what: &str) {
     let e = norm_err(got, want);
-    assert!(e <= tol, "{what}: normalized error {e:e} > {tol:e}");
+    assert!(e <= budget, "{what}: nmse {e:e} > {budget:e}");
 }
 
 /// Asserts two tensors hold bitwise equal values.
@@ -102,7 +85,7 @@ pub fn randn(ctx: &ExecContext, dims: &[usize], dtype: DType, seed: u64) -> Tens
 }
 
 /// Runs `op` on the reference and on every CPU context, compares each with the reference
-/// within `tol`, and checks the 1- and 2-thread results of each ISA agree bitwise.
+/// within the NMSE budget `tol`, and checks the 1- and 2-thread results of each ISA agree bitwise.
 pub fn check(what: &str, tol: f64, op: impl Fn(&ExecContext) -> Result<Tensor>) {
     let want = op(&reference()).unwrap_or_else(|e| panic!("{what}: reference failed: {e}"));
     let mut single: Option<(Isa, Tensor)> = None;

@@ -67,15 +67,9 @@ pub fn quantized_tensor(
     ctx.from_bytes(&bytes, &[n, k], dtype).unwrap()
 }
 
-/// Normalized mean squared error `Σ(got − want)² / Σ want²` (ggml's test-backend-ops
-/// measure), in f64.
+/// The one error metric ([`tempra_tensor::compare::nmse_f32`]); every output must be
+/// finite.
 pub fn nmse(got: &[f32], want: &[f32]) -> f64 {
-    assert_eq!(got.len(), want.len());
-    let (mut err, mut norm) = (0f64, 0f64);
-    for (&g, &w) in got.iter().zip(want) {
-        assert!(g.is_finite(), "non-finite output {g}");
-        err += (g as f64 - w as f64).powi(2);
-        norm += (w as f64).powi(2);
-    }
-    if norm == 0.0 { err } else { err / norm }
+    assert!(got.iter().all(|g| g.is_finite()), "non-finite output");
+    tempra_tensor::compare::nmse_f32(got, want).unwrap()
 }

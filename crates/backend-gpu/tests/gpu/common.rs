@@ -110,41 +110,13 @@ pub(crate) fn bytes_pair(
     ))
 }
 
-/// `max |gpu - ref| / max |ref|` (or the absolute error when ref is all zeros); NaNs
-/// must sit at the same positions.
+/// The NMSE of `gpu` against `reference` ([`tempra_tensor::compare::nmse`], the one
+/// error metric); NaNs and infinities must sit at the same positions.
 pub(crate) fn normalized_error(gpu: &Tensor, reference: &Tensor) -> anyhow::Result<f64> {
-    anyhow::ensure!(
-        gpu.dims() == reference.dims(),
-        "shape {:?} vs reference {:?}",
-        gpu.dims(),
-        reference.dims()
-    );
-    let (a, b) = (gpu.to_vec_f64()?, reference.to_vec_f64()?);
-    let mut max_err = 0f64;
-    let mut max_ref = 0f64;
-    for (i, (&x, &y)) in a.iter().zip(&b).enumerate() {
-        if x.is_nan() || y.is_nan() {
-            anyhow::ensure!(
-                x.is_nan() && y.is_nan(),
-                "element {i}: gpu {x} vs reference {y}"
-            );
-            continue;
-        }
-        if x.is_infinite() || y.is_infinite() {
-            anyhow::ensure!(x == y, "element {i}: gpu {x} vs reference {y}");
-            continue;
-        }
-        max_err = max_err.max((x - y).abs());
-        max_ref = max_ref.max(y.abs());
-    }
-    Ok(if max_ref > 0.0 {
-        max_err / max_ref
-    } else {
-        max_err
-    })
+    Ok(tempra_tensor::compare::nmse(gpu, reference)?)
 }
 
-/// Asserts the normalized error is within `tol`, naming `what`.
+/// Asserts the NMSE is within the budget `tol`, naming `what`.
 pub(crate) fn assert_close(
     gpu: &Tensor,
     reference: &Tensor,
@@ -152,18 +124,18 @@ pub(crate) fn assert_close(
     what: &str,
 ) -> anyhow::Result<()> {
     let err = normalized_error(gpu, reference).map_err(|e| anyhow::anyhow!("{what}: {e}"))?;
-    anyhow::ensure!(err <= tol, "{what}: normalized error {err:.3e} > {tol:.1e}");
+    anyhow::ensure!(err <= tol, "{what}: nmse {err:.3e} > {tol:.1e}");
     Ok(())
 }
 
-/// Tolerances (normalized error) per kind of computation.
+/// Budgets (NMSE) per kind of computation.
 pub(crate) mod tol {
     /// f32 elementwise arithmetic and exact conversions.
-    pub(crate) const EXACT_F32: f64 = 1e-6;
+    pub(crate) const EXACT_F32: f64 = 1e-12;
     /// f32 transcendental functions (exp, tanh, erf, ...).
-    pub(crate) const TRANSCENDENTAL: f64 = 1e-5;
+    pub(crate) const TRANSCENDENTAL: f64 = 1e-10;
     /// f32 sums and dot products (reductions, matmul, linear, norms, attention).
-    pub(crate) const SUM_F32: f64 = 1e-5;
+    pub(crate) const SUM_F32: f64 = 1e-10;
     /// Dequantization with f16 scale products (`SHADER_F16` devices).
-    pub(crate) const F16_DEQUANT: f64 = 4e-3;
+    pub(crate) const F16_DEQUANT: f64 = 2e-5;
 }
