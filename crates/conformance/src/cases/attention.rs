@@ -1,0 +1,168 @@
+//! Causal attention: prefill and decode shapes, grouped KV heads, f16 caches, a sliding
+//! window, a logit soft-cap, keys read through a narrowed cache view, large head dims.
+
+use tempra_tensor::{AttentionParams, DType};
+
+use crate::budget::Precision;
+use crate::case::{Case, Inputs};
+use crate::error::Result;
+
+pub(super) fn push(cases: &mut Vec<Case>) -> Result<()> {
+    let mut inputs = Inputs::new(0xA77);
+    // (label, tq, tk, hq, hkv, d, kv dtype, q_start, window, softcap)
+    type Shape = (
+        &'static str,
+        usize,
+        usize,
+        usize,
+        usize,
+        usize,
+        DType,
+        usize,
+        Option<usize>,
+        Option<f32>,
+    );
+    let shapes: [Shape; 9] = [
+        (
+            "prefill 7 tokens, 4 heads over 2",
+            7,
+            7,
+            4,
+            2,
+            16,
+            DType::F32,
+            0,
+            None,
+            None,
+        ),
+        (
+            "decode at 32, 4 heads over 2",
+            1,
+            33,
+            4,
+            2,
+            16,
+            DType::F32,
+            32,
+            None,
+            None,
+        ),
+        (
+            "decode f16 cache",
+            1,
+            33,
+            4,
+            1,
+            64,
+            DType::F16,
+            32,
+            None,
+            None,
+        ),
+        (
+            "prefill f16 cache, chunk at 9",
+            5,
+            14,
+            2,
+            2,
+            32,
+            DType::F16,
+            9,
+            None,
+            None,
+        ),
+        (
+            "prefill 70 tokens (blocked kernel)",
+            70,
+            70,
+            2,
+            1,
+            64,
+            DType::F32,
+            0,
+            None,
+            None,
+        ),
+        ("window 4", 6, 6, 2, 2, 16, DType::F32, 0, Some(4), None),
+        (
+            "decode window 8 of 40",
+            1,
+            40,
+            2,
+            1,
+            16,
+            DType::F32,
+            39,
+            Some(8),
+            None,
+        ),
+        ("soft-cap 5", 6, 6, 2, 1, 32, DType::F32, 0, None, Some(5.0)),
+        (
+            "head dim 128, 8 over 8",
+            3,
+            3,
+            8,
+            8,
+            128,
+            DType::F32,
+            0,
+            None,
+            None,
+        ),
+    ];
+    for (label, tq, tk, hq, hkv, d, kv, q_start, window, softcap) in shapes {
+        let q = inputs.normal(&[tq, hq, d])?;
+        let k = inputs.normal_as(&[tk, hkv, d], kv)?;
+        let v = inputs.normal_as(&[tk, hkv, d], kv)?;
+        let params = AttentionParams {
+            window,
+            softcap,
+            ..AttentionParams::causal(d, q_start)
+        };
+        cases.push(Case::new(
+            "attention",
+            label,
+            Precision::Accumulated,
+            vec![q, k, v],
+            move |c, i| Ok(vec![c.attention(&i[0], &i[1], &i[2], &params)?]),
+        ));
+    }
+    // The engines' read of a session cache: the first `tk` rows of a longer buffer.
+    let q = inputs.normal(&[2, 4, 16])?;
+    let k = inputs.normal_as(&[64, 2, 16], DType::F16)?;
+    let v = inputs.normal_as(&[64, 2, 16], DType::F16)?;
+    cases.push(Case::new(
+        "attention",
+        "cache narrowed to 11 of 64 rows",
+        Precision::Accumulated,
+        vec![q, k, v],
+        |c, i| {
+            let params = AttentionParams::causal(16, 9);
+            Ok(vec![c.attention(
+                &i[0],
+                &i[1].narrow(0, 0, 11)?,
+                &i[2].narrow(0, 0, 11)?,
+                &params,
+            )?])
+        },
+    ));
+    // Batched sequences.
+    let q = inputs.normal(&[2, 3, 2, 16])?;
+    let k = inputs.normal(&[2, 3, 2, 16])?;
+    let v = inputs.normal(&[2, 3, 2, 16])?;
+    cases.push(Case::new(
+        "attention",
+        "batch of 2 sequences",
+        Precision::Accumulated,
+        vec![q, k, v],
+        |c, i| {
+            Ok(vec![c.attention(
+                &i[0],
+                &i[1],
+                &i[2],
+                &AttentionParams::causal(16, 0),
+            )?])
+        },
+    ));
+    Ok(())
+}
