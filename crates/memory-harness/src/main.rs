@@ -108,7 +108,7 @@ fn run_scenario(name: &str, models: &Models, threads: usize, out: &mut Vec<Check
         "train" => scenarios::training::run(&models.train, threads, out),
         "teardown" => scenarios::teardown::run(&models.tiny_q8, &models.train, threads, out),
         "repeat" => scenarios::repeated::run(&models.tiny_q8, threads, out),
-        "gpu" => scenarios::gpu::run(out),
+        "gpu" => scenarios::gpu::run(&models.tiny_q8, out),
         other => bail!("unknown scenario `{other}`"),
     }
 }

@@ -1,12 +1,22 @@
 //! GPU: facade ops on the device pool, then a trim, leave as many live device buffers as
-//! there were before the session, across repeated sessions. Without an adapter the check
-//! is skipped with the reason (a failure when `REQUIRE_GPU=1`, as in CI).
+//! there were before the session, across repeated sessions. The GPU engine keeps its
+//! live device-buffer count flat over 100 decode steps, and when its session and model
+//! (executor, weights, step arena) drop, a trim leaves the device with the buffers a
+//! fresh one starts with. Without an adapter the checks are skipped with the reason (a
+//! failure when `REQUIRE_GPU=1`, as in CI).
 
-use anyhow::Result;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
 use tempra_backend_gpu::{GpuBackend, GpuError};
+use tempra_llm::engine::{BackendKind, LoadOptions, Model, logits_slice};
 use tempra_tensor::{DType, ExecContext};
 
 use crate::check::{Check, Limit, Unit};
+use crate::models::ModelSource;
+
+/// Decode steps over which the engine's live device-buffer count must stay flat.
+pub const ENGINE_DECODE_STEPS: usize = 100;
 
 /// Sessions run, each followed by a trim.
 const SESSIONS: usize = 3;
@@ -37,8 +47,85 @@ fn session(ctx: &ExecContext, gpu: &GpuBackend) -> Result<()> {
     Ok(())
 }
 
-/// Runs the scenario and appends its checks to `out`.
-pub fn run(out: &mut Vec<Check>) -> Result<()> {
+/// The index of the largest logit.
+fn argmax(row: &[f32]) -> u32 {
+    let mut best = (0usize, f32::NEG_INFINITY);
+    for (i, &v) in row.iter().enumerate() {
+        if v > best.1 {
+            best = (i, v);
+        }
+    }
+    best.0 as u32
+}
+
+/// The GPU engine on `model`: live device buffers over [`ENGINE_DECODE_STEPS`] decode
+/// steps (after a prompt and warm-up), and after the session and model drop.
+fn engine(model: &ModelSource, out: &mut Vec<Check>) -> Result<()> {
+    // What a device holds when nothing has run on it.
+    let start = GpuBackend::new()?.live_buffers();
+    let options = LoadOptions {
+        tokenizer: model.tokenizer.clone(),
+        backend: BackendKind::Gpu,
+        context_length: Some(256),
+        ..LoadOptions::default()
+    };
+    let loaded: Arc<Model> = Model::load(&model.path, &options)
+        .with_context(|| format!("loading {} on the GPU", model.path.display()))?;
+    let gpu = loaded
+        .executor()
+        .gpu_backend()
+        .context("a GPU model without a GPU backend")?
+        .clone();
+    let vocab = loaded.config().vocab_size as u32;
+    let mut session = loaded.session()?;
+    let prompt: Vec<u32> = (0..16u32).map(|i| (i * 37 + 5) % vocab).collect();
+    let mut token = argmax(logits_slice(&session.prefill(&prompt)?)?);
+    for _ in 0..4 {
+        token = argmax(logits_slice(&session.step(token)?)?);
+    }
+    gpu.synchronize()?;
+    let warm = gpu.live_buffers();
+    let (mut low, mut high) = (warm, warm);
+    for _ in 0..ENGINE_DECODE_STEPS {
+        token = argmax(logits_slice(&session.step(token)?)?);
+        gpu.synchronize()?;
+        let live = gpu.live_buffers();
+        low = low.min(live);
+        high = high.max(live);
+    }
+    out.push(
+        Check::new(
+            format!("gpu.engine.{}.live_buffers_decode_range", model.name),
+            (high - low) as f64,
+            Unit::Count,
+            Limit::Within(0.0),
+        )
+        .with_note(format!(
+            "adapter {}; {warm} device buffers after warm-up, range over {ENGINE_DECODE_STEPS} decode steps",
+            gpu.adapter().name
+        )),
+    );
+    drop(session);
+    drop(loaded);
+    gpu.trim()?;
+    let after = gpu.live_buffers();
+    out.push(
+        Check::new(
+            format!("gpu.engine.{}.live_buffers_after_drop", model.name),
+            after as f64 - start as f64,
+            Unit::Count,
+            Limit::Within(0.0),
+        )
+        .with_note(format!(
+            "{after} device buffers after the session and model drop and a trim; a fresh device has {start}"
+        )),
+    );
+    Ok(())
+}
+
+/// Runs the scenario on the facade and, with `model`, on the GPU engine; appends its
+/// checks to `out`.
+pub fn run(model: &ModelSource, out: &mut Vec<Check>) -> Result<()> {
     let name = "gpu.device_pool.live_buffers_after_trim";
     let gpu = match GpuBackend::new() {
         Ok(gpu) => gpu,
@@ -77,5 +164,7 @@ pub fn run(out: &mut Vec<Check>) -> Result<()> {
         Unit::Count,
         Limit::AtMost(0.0),
     ));
-    Ok(())
+    drop(ctx);
+    drop(gpu);
+    engine(model, out)
 }
