@@ -87,6 +87,42 @@ fn quantized_product_budget(format: DType) -> f64 {
 mod tests {
     use super::*;
 
+    /// The README's budget table says what [`Precision::budget`] returns.
+    #[test]
+    fn the_readme_table_matches_the_code() {
+        let readme = include_str!("../README.md");
+        let row = |label: &str| -> f64 {
+            let line = readme
+                .lines()
+                .find(|l| l.starts_with(&format!("| {label} |")))
+                .unwrap_or_else(|| panic!("no README row for {label}"));
+            let cell = line.split('|').nth(2).unwrap().trim();
+            cell.parse()
+                .unwrap_or_else(|_| panic!("README budget {cell:?}"))
+        };
+        let dequantized = "dequantized values (any block format)";
+        let small = "product over q4_0, q4_1, q5_0, q5_1, q8_0 weights";
+        let k = "product over q2_K … q6_K weights";
+        let expected = [
+            ("exact", Precision::Exact),
+            ("rounded", Precision::Rounded),
+            ("transcendental", Precision::Transcendental),
+            ("accumulated", Precision::Accumulated),
+            ("rotation", Precision::Rotation),
+            ("f16 output", Precision::HalfOutput(DType::F16)),
+            ("bf16 output", Precision::HalfOutput(DType::BF16)),
+            (dequantized, Precision::Dequantized(DType::Q4K)),
+        ];
+        for (label, p) in expected {
+            assert_eq!(row(label), p.budget(), "{label}");
+        }
+        for d in crate::cases::WEIGHT_BLOCK_FORMATS {
+            assert_eq!(row(dequantized), Precision::Dequantized(d).budget(), "{d}");
+            let label = if d.block_len() == 32 { small } else { k };
+            assert_eq!(row(label), Precision::QuantizedProduct(d).budget(), "{d}");
+        }
+    }
+
     #[test]
     fn budgets_are_ordered_by_how_much_arithmetic_a_result_sees() {
         let order = [

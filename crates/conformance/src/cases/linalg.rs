@@ -76,7 +76,7 @@ pub(super) fn push(cases: &mut Vec<Case>) -> Result<()> {
         let (precision, shapes, k) = if dtype.is_quantized() {
             let shapes = [
                 (1usize, 256usize, 33usize),
-                (1, 512, 17),
+                (1, 512, 67),
                 (9, 256, 19),
                 (40, 512, 24),
             ];
