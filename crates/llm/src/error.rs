@@ -141,16 +141,18 @@ pub enum LlmError {
         /// The context length.
         capacity: usize,
     },
-    /// Weights plus KV cache would not fit in available memory.
+    /// Weights plus KV cache plus the step arena would not fit in available memory.
     #[error(
-        "not enough memory: weights {weights_bytes} B + KV cache {kv_bytes} B = {total} B, but only {available_bytes} B are available (lower --ctx or use --kv-type f16)",
-        total = weights_bytes + kv_bytes
+        "not enough memory: weights {weights_bytes} B + KV cache {kv_bytes} B + step arena {arena_bytes} B = {total} B, but only {available_bytes} B are available (lower --ctx or use --kv-type f16)",
+        total = weights_bytes + kv_bytes + arena_bytes
     )]
     OutOfMemory {
         /// Weight bytes.
         weights_bytes: u64,
         /// KV cache bytes.
         kv_bytes: u64,
+        /// Step arena bytes (every intermediate of the largest step).
+        arena_bytes: u64,
         /// Memory available.
         available_bytes: u64,
     },
@@ -164,11 +166,12 @@ pub enum LlmError {
         /// What went wrong, with the template line where known.
         what: String,
     },
-    /// The server's KV slots plus the weights would not fit in available memory.
+    /// The server's KV slots plus the weights and the step arena would not fit in
+    /// available memory.
     #[error(
-        "not enough memory for {slots} KV slots: {slots} x {per_slot_bytes} B (context {context} positions) = {kv_bytes} B + weights {weights_bytes} B = {total} B, but only {available_bytes} B are available (lower --kv-slots or --ctx)",
-        kv_bytes = *slots as u64 * per_slot_bytes,
-        total = *slots as u64 * per_slot_bytes + weights_bytes
+        "not enough memory for {slots} KV slots: {slots} x {per_slot_bytes} B (context {context} positions) = {kv_bytes} B + weights {weights_bytes} B + step arena {arena_bytes} B = {total} B, but only {available_bytes} B are available (lower --kv-slots or --ctx)",
+        kv_bytes = (*slots as u64).saturating_mul(*per_slot_bytes),
+        total = (*slots as u64).saturating_mul(*per_slot_bytes).saturating_add(weights_bytes + arena_bytes)
     )]
     SlotsOutOfMemory {
         /// KV slots asked for.
@@ -179,6 +182,8 @@ pub enum LlmError {
         per_slot_bytes: u64,
         /// Weight bytes.
         weights_bytes: u64,
+        /// Step arena bytes (sized for the slots' batch).
+        arena_bytes: u64,
         /// Memory available.
         available_bytes: u64,
     },

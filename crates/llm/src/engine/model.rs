@@ -161,7 +161,7 @@ impl Model {
         capacity.max_batch_tokens = capacity.max_batch_tokens.max(sessions);
         capacity.max_logit_rows = capacity.max_logit_rows.max(sessions);
         let arena_bytes = StepArena::bytes_for(&config, &capacity);
-        check_memory(file.file_size(), (kv_bytes + arena_bytes) as u64)?;
+        check_memory(file.file_size(), kv_bytes as u64, arena_bytes as u64)?;
         let weights = ModelWeights::from_file(&file, &config)?;
         let executor = Executor::open(options.backend, options.threads, &config, capacity)?;
         let prepared = executor.prepare_weights(&weights, &file, options.prepare_weights)?;
@@ -283,16 +283,19 @@ pub(crate) fn available_memory() -> Option<u64> {
     Some(kib * 1024)
 }
 
-/// Refuses, with the arithmetic, when weights plus KV cache exceed available memory.
-fn check_memory(weights_bytes: u64, kv_bytes: u64) -> Result<()> {
+/// Refuses, with the arithmetic, when weights plus KV cache plus the step arena exceed
+/// available memory.
+fn check_memory(weights_bytes: u64, kv_bytes: u64, arena_bytes: u64) -> Result<()> {
+    let needed = weights_bytes
+        .saturating_add(kv_bytes)
+        .saturating_add(arena_bytes);
     match available_memory() {
-        Some(available_bytes) if weights_bytes.saturating_add(kv_bytes) > available_bytes => {
-            Err(LlmError::OutOfMemory {
-                weights_bytes,
-                kv_bytes,
-                available_bytes,
-            })
-        }
+        Some(available_bytes) if needed > available_bytes => Err(LlmError::OutOfMemory {
+            weights_bytes,
+            kv_bytes,
+            arena_bytes,
+            available_bytes,
+        }),
         _ => Ok(()),
     }
 }

@@ -1,27 +1,32 @@
-//! The startup check that the slots' KV caches plus the weights fit in memory.
+//! The startup check that the slots' KV caches plus the weights and the step arena fit
+//! in memory.
 
 use crate::error::{LlmError, Result};
 
 /// Refuses, with the arithmetic, when `slots` KV caches of `per_slot_bytes` each plus
-/// `weights_bytes` exceed `available_bytes` (`None`: unknown, nothing is refused).
+/// `weights_bytes` and `arena_bytes` exceed `available_bytes` (`None`: unknown, nothing
+/// is refused).
 pub(crate) fn check_slots_fit(
     slots: usize,
     context: usize,
     per_slot_bytes: u64,
     weights_bytes: u64,
+    arena_bytes: u64,
     available_bytes: Option<u64>,
 ) -> Result<()> {
-    let kv = (slots as u64).saturating_mul(per_slot_bytes);
+    let needed = (slots as u64)
+        .saturating_mul(per_slot_bytes)
+        .saturating_add(weights_bytes)
+        .saturating_add(arena_bytes);
     match available_bytes {
-        Some(available) if kv.saturating_add(weights_bytes) > available => {
-            Err(LlmError::SlotsOutOfMemory {
-                slots,
-                context,
-                per_slot_bytes,
-                weights_bytes,
-                available_bytes: available,
-            })
-        }
+        Some(available) if needed > available => Err(LlmError::SlotsOutOfMemory {
+            slots,
+            context,
+            per_slot_bytes,
+            weights_bytes,
+            arena_bytes,
+            available_bytes: available,
+        }),
         _ => Ok(()),
     }
 }
@@ -32,12 +37,12 @@ mod tests {
 
     #[test]
     fn refuses_with_the_arithmetic() {
-        assert!(check_slots_fit(4, 2048, 1000, 500, Some(4500)).is_ok());
-        assert!(check_slots_fit(4, 2048, 1000, 500, None).is_ok());
-        let err = check_slots_fit(4, 2048, 1000, 501, Some(4500)).expect_err("too big");
+        assert!(check_slots_fit(4, 2048, 1000, 400, 100, Some(4500)).is_ok());
+        assert!(check_slots_fit(4, 2048, 1000, 400, 100, None).is_ok());
+        let err = check_slots_fit(4, 2048, 1000, 400, 101, Some(4500)).expect_err("too big");
         assert_eq!(
             err.to_string(),
-            "not enough memory for 4 KV slots: 4 x 1000 B (context 2048 positions) = 4000 B + weights 501 B = 4501 B, but only 4500 B are available (lower --kv-slots or --ctx)"
+            "not enough memory for 4 KV slots: 4 x 1000 B (context 2048 positions) = 4000 B + weights 400 B + step arena 101 B = 4501 B, but only 4500 B are available (lower --kv-slots or --ctx)"
         );
     }
 }

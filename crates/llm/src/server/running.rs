@@ -46,7 +46,8 @@ impl Server {
             config.slots,
             model.context_length(),
             model.kv_cache_bytes() as u64,
-            model.file().file_size() + model.arena_bytes() as u64,
+            model.file().file_size(),
+            model.arena_bytes() as u64,
             crate::engine::available_memory(),
         )?;
         let template = match &config.chat_template {
