@@ -59,36 +59,71 @@ impl Arch {
         self.description().rope_style
     }
 
-    /// What the forward needs to know of this architecture beyond the file's
-    /// hyperparameters and the weights it has (biases, q/k norms and post-norms are
-    /// used where the file has them; soft-caps and sliding windows come from metadata).
+    /// What the forward and the config reader need to know of this architecture beyond
+    /// the file's hyperparameters and the weights it has: biases, q/k norms, post-norms
+    /// and a separate output matrix are used where the file has them (their absence is
+    /// the architecture's choice: tied output, pre-norm only); soft-caps, sliding windows
+    /// and rope scaling come from metadata, with the defaults below where it is silent.
+    /// A new architecture is one more arm here (and its tests).
     pub const fn description(self) -> ArchDescription {
-        let (rope_style, gemma) = match self {
-            Arch::Llama => (RopeStyle::Interleaved, false),
-            Arch::Qwen2 | Arch::Qwen3 => (RopeStyle::Neox, false),
-            Arch::Gemma2 | Arch::Gemma3 => (RopeStyle::Neox, true),
+        const LLAMA: ArchDescription = ArchDescription {
+            rope_style: RopeStyle::Interleaved,
+            scaled_embedding: false,
+            activation: UnaryOp::Silu,
+            default_rms_eps: 1e-5,
+            default_sliding_pattern: None,
+            sliding_freq_base: None,
+            width_scaled_attention_blocks: None,
         };
-        ArchDescription {
-            rope_style,
-            scaled_embedding: gemma,
-            activation: if gemma {
-                UnaryOp::GeluTanh
-            } else {
-                UnaryOp::Silu
+        const GEMMA: ArchDescription = ArchDescription {
+            rope_style: RopeStyle::Neox,
+            scaled_embedding: true,
+            activation: UnaryOp::GeluTanh,
+            default_rms_eps: 1e-6,
+            ..LLAMA
+        };
+        match self {
+            Arch::Llama => LLAMA,
+            Arch::Qwen2 | Arch::Qwen3 => ArchDescription {
+                rope_style: RopeStyle::Neox,
+                ..LLAMA
+            },
+            Arch::Gemma2 => ArchDescription {
+                default_sliding_pattern: Some(2),
+                width_scaled_attention_blocks: Some(46),
+                ..GEMMA
+            },
+            Arch::Gemma3 => ArchDescription {
+                default_sliding_pattern: Some(6),
+                sliding_freq_base: Some(10_000.0),
+                width_scaled_attention_blocks: Some(62),
+                ..GEMMA
             },
         }
     }
 }
 
-/// One architecture's facts the forward reads (see [`Arch::description`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// One architecture's facts (see [`Arch::description`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ArchDescription {
-    /// How rope pairs dims.
+    /// How rope pairs dims (interleaved for `llama`, llama.cpp's "normal" mode; NeoX
+    /// halves for the others).
     pub rope_style: RopeStyle,
     /// Whether the token embedding is scaled by √D.
     pub scaled_embedding: bool,
     /// The gated FFN's activation (SwiGLU's SiLU, GeGLU's tanh-GELU).
     pub activation: UnaryOp,
+    /// The RMS-norm epsilon when the file names none.
+    pub default_rms_eps: f32,
+    /// Which layers slide when the file names no pattern: layer `i` does when
+    /// `i % pattern < pattern - 1` (llama.cpp's `swa_pattern`).
+    pub default_sliding_pattern: Option<usize>,
+    /// The rope base θ of sliding-window layers, where it differs from the global one.
+    pub sliding_freq_base: Option<f32>,
+    /// The block count of the model size whose queries are scaled by the width per head
+    /// (embedding ÷ heads) instead of the key length, when the file names no scale
+    /// (llama.cpp's rule for Gemma 2 and 3 27B).
+    pub width_scaled_attention_blocks: Option<usize>,
 }
 
 impl fmt::Display for Arch {
@@ -245,8 +280,8 @@ impl ModelConfig {
                 format!("{head_count} heads leave no width per head of {embedding_length}"),
             ));
         }
-        let gemma = matches!(arch, Arch::Gemma2 | Arch::Gemma3);
-        let rms_norm_eps = opt_f32(keys::RMS_EPS)?.unwrap_or(if gemma { 1e-6 } else { 1e-5 });
+        let description = arch.description();
+        let rms_norm_eps = opt_f32(keys::RMS_EPS)?.unwrap_or(description.default_rms_eps);
         if !(rms_norm_eps.is_finite() && rms_norm_eps >= 0.0) {
             return Err(invalid(
                 k(keys::RMS_EPS),
@@ -256,22 +291,13 @@ impl ModelConfig {
 
         let rope = read_rope(md, arch, key_length)?;
         let sliding_window = opt_count(keys::SLIDING_WINDOW, MAX_CONTEXT)?;
-        let sliding_window_pattern =
-            match (opt_count(keys::SLIDING_WINDOW_PATTERN, MAX_BLOCKS)?, arch) {
-                (Some(p), _) => Some(p),
-                (None, Arch::Gemma2) => Some(2),
-                (None, Arch::Gemma3) => Some(6),
-                (None, _) => None,
-            };
+        let sliding_window_pattern = opt_count(keys::SLIDING_WINDOW_PATTERN, MAX_BLOCKS)?
+            .or(description.default_sliding_pattern);
         let attn_logit_softcap = opt_f32(keys::ATTN_LOGIT_SOFTCAP)?.filter(|&c| c > 0.0);
         let final_logit_softcap = opt_f32(keys::FINAL_LOGIT_SOFTCAP)?.filter(|&c| c > 0.0);
         let attention_scale = match opt_f32(keys::ATTENTION_SCALE)? {
             Some(s) if s > 0.0 => s,
-            // llama.cpp: Gemma 2 27B (46 blocks) and Gemma 3 27B (62 blocks) scale by the
-            // width per head, the smaller models by the key length.
-            _ if (arch == Arch::Gemma2 && block_count == 46)
-                || (arch == Arch::Gemma3 && block_count == 62) =>
-            {
+            _ if description.width_scaled_attention_blocks == Some(block_count) => {
                 1.0 / (default_head as f32).sqrt()
             }
             _ => 1.0 / (key_length as f32).sqrt(),
@@ -423,7 +449,7 @@ fn read_rope(md: &Metadata, arch: Arch, key_length: usize) -> Result<RopeParams>
     };
     Ok(RopeParams {
         freq_base,
-        freq_base_sliding: (arch == Arch::Gemma3).then_some(10_000.0),
+        freq_base_sliding: arch.description().sliding_freq_base,
         dimension_count,
         style: arch.rope_style(),
         scaling,
