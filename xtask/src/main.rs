@@ -12,9 +12,6 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-/// The test command the README gives and `.ci/run` runs.
-const TEST_ARGS: &[&str] = &["test", "--workspace", "--all-targets"];
-
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
@@ -36,37 +33,24 @@ fn main() -> Result<()> {
 
 fn print_help() {
     println!(
-        "cargo xtask <command>\n\ncommands:\n  ci          fmt check, clippy -D warnings, the test suite\n  make-model  random-weight GGUF models (see `cargo xtask make-model --help`)\n  bench-facade  facade ops at LLM shapes on the CPU (or --backend gpu) backend vs the machine's peaks (see `cargo xtask bench-facade --help`)\n  leak-check  memory discipline: heap, pool, RSS, device buffers, valgrind (see `cargo xtask leak-check --help`)\n  train-demo  train the demo story model `tempra run` embeds (see `cargo xtask train-demo --help`)"
+        "cargo xtask <command>\n\ncommands:\n  ci          the CI job: runs `.ci/run` (tools, fmt, clippy, tests, GPU tests on lavapipe, leak-check)\n  make-model  random-weight GGUF models (see `cargo xtask make-model --help`)\n  bench-facade  facade ops at LLM shapes on the CPU (or --backend gpu) backend vs the machine's peaks (see `cargo xtask bench-facade --help`)\n  leak-check  memory discipline: heap, pool, RSS, device buffers, valgrind (see `cargo xtask leak-check --help`)\n  train-demo  train the demo story model `tempra run` embeds (see `cargo xtask train-demo --help`)"
     );
 }
 
-/// Runs `cargo` with `args`, printing how long it took.
-fn cargo(stage: &str, args: &[&str]) -> Result<()> {
+/// Runs the CI job, `.ci/run` (one definition of CI: what runs on every landing).
+fn ci() -> Result<()> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("xtask sits inside the workspace")?;
     let start = Instant::now();
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(cargo)
-        .args(args)
+    let status = Command::new("bash")
+        .arg(root.join(".ci/run"))
+        .current_dir(root)
         .status()
-        .with_context(|| format!("starting cargo for {stage}"))?;
-    println!("xtask: {stage} took {:.1}s", start.elapsed().as_secs_f64());
+        .context("starting bash .ci/run")?;
+    println!("xtask: ci took {:.1}s", start.elapsed().as_secs_f64());
     if !status.success() {
-        bail!("{stage} failed ({status})");
+        bail!(".ci/run failed ({status})");
     }
     Ok(())
-}
-
-fn ci() -> Result<()> {
-    cargo("fmt", &["fmt", "--all", "--check"])?;
-    cargo(
-        "clippy",
-        &[
-            "clippy",
-            "--workspace",
-            "--all-targets",
-            "--",
-            "-D",
-            "warnings",
-        ],
-    )?;
-    cargo("tests", TEST_ARGS)
 }

@@ -1,26 +1,12 @@
 //! `tempra convert` and `tempra quantize` end to end.
 #![cfg(feature = "cli")]
 
-use std::path::Path;
-use std::process::{Command, Output};
-
 use tempra_llm::ModelFile;
 use tempra_llm::testing::{ModelShape, RandomModelSpec, shared_file, write_random_model};
 use tempra_tensor::DType;
 
-fn tempra(dir: &Path, args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_tempra"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
+mod cli_helpers;
+use cli_helpers::ok;
 
 #[test]
 fn convert_stories260k() {
@@ -32,7 +18,7 @@ fn convert_stories260k() {
     };
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let out = tempra(
+    let out = ok(
         d,
         &[
             "convert",
@@ -56,7 +42,7 @@ fn convert_stories260k() {
         );
     }
     assert!(!d.join("s.gguf.partial").exists());
-    let info = String::from_utf8(tempra(d, &["info", "-m", "s.gguf"]).stdout).unwrap();
+    let info = String::from_utf8(ok(d, &["info", "-m", "s.gguf"]).stdout).unwrap();
     assert!(info.contains("format:         GGUF v3"), "{info}");
 }
 
@@ -66,7 +52,7 @@ fn quantize_a_tiny_model() {
     let d = dir.path();
     let bytes = write_random_model(&RandomModelSpec::llama(ModelShape::TINY), Vec::new()).unwrap();
     std::fs::write(d.join("f32.gguf"), bytes).unwrap();
-    let out = tempra(
+    let out = ok(
         d,
         &[
             "quantize",
@@ -94,7 +80,7 @@ fn quantize_a_tiny_model() {
         q.tensor_info("blk.0.ffn_gate.weight").unwrap().dtype(),
         DType::Q4K
     );
-    let info = String::from_utf8(tempra(d, &["info", "-m", "q.gguf"]).stdout).unwrap();
+    let info = String::from_utf8(ok(d, &["info", "-m", "q.gguf"]).stdout).unwrap();
     assert!(info.contains("file type:      q4_k_m (15)"), "{info}");
     assert!(!d.join("q.gguf.partial").exists());
 }

@@ -3,45 +3,13 @@
 #![cfg(feature = "cli")]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use tempra_llm::engine::{LoadOptions, Model, logits_slice};
 use tempra_llm::testing::{ModelShape, RandomModelSpec, shared_file, write_random_model};
 use tempra_tensor::DType;
 
-fn tempra(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tempra"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap()
-}
-
-/// Runs `tempra args`, checks it succeeded and returns its stdout.
-fn succeeds(dir: &Path, args: &[&str]) -> String {
-    let out = tempra(dir, args);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{args:?} failed: {stderr}");
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// Runs `tempra args`; checks the failure is one clean line containing `expect`.
-fn fails(dir: &Path, args: &[&str], expect: &str) {
-    let out = tempra(dir, args);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{args:?} succeeded");
-    assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
-    let lines: Vec<&str> = stderr
-        .lines()
-        .filter(|l| !l.starts_with("warning: a debug build"))
-        .collect();
-    assert_eq!(lines.len(), 1, "{args:?}: not one line:\n{stderr}");
-    assert!(lines[0].starts_with("error: "), "{args:?}: {stderr}");
-    assert!(
-        lines[0].contains(expect),
-        "{args:?}: `{expect}` not in: {stderr}"
-    );
-}
+mod cli_helpers;
+use cli_helpers::{fails, succeeds};
 
 /// A small random llama model (vocabulary 300) in `dir`.
 fn random_model_file(dir: &Path) -> PathBuf {

@@ -2,34 +2,14 @@
 //! a panic.
 #![cfg(feature = "cli")]
 
-use std::path::Path;
 use std::process::Command;
 
 use tempra_llm::gguf::{GgufWriter, Metadata, TensorSpec};
 use tempra_llm::testing::{ModelShape, RandomModelSpec, write_random_model};
 use tempra_tensor::{DType, Shape};
 
-/// Runs `tempra args` in `dir`; checks the failure is one clean line containing `expect`.
-fn fails(dir: &Path, args: &[&str], expect: &str) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tempra"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{args:?} succeeded");
-    assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
-    assert_eq!(
-        stderr.lines().count(),
-        1,
-        "{args:?}: not one line:\n{stderr}"
-    );
-    assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
-    assert!(
-        stderr.contains(expect),
-        "{args:?}: `{expect}` not in: {stderr}"
-    );
-}
+mod cli_helpers;
+use cli_helpers::fails;
 
 fn tiny() -> Vec<u8> {
     let shape = ModelShape::parse("dim=64,layers=1,heads=2,ffn=128,vocab=300").unwrap();

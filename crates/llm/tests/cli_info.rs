@@ -2,28 +2,11 @@
 //! opened directly.
 #![cfg(feature = "cli")]
 
-use std::path::Path;
-use std::process::{Command, Output};
-
 use tempra_llm::quantize::QuantType;
 use tempra_llm::testing::{ModelShape, RandomModelSpec, shared_file, write_random_model};
 
-fn tempra(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tempra"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap()
-}
-
-fn stdout_of(output: Output) -> String {
-    assert!(
-        output.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap()
-}
+mod cli_helpers;
+use cli_helpers::{stdout_of, tempra};
 
 #[test]
 fn info_on_a_tiny_q8_0_model() {

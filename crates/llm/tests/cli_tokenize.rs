@@ -3,13 +3,15 @@
 #![cfg(feature = "cli")]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use serde_json::Value;
 use tempra_llm::gguf::{GgufWriter, Metadata};
 use tempra_llm::tokenizer::{
     PreTokenizer, SpecialTokens, TokenType, TokenizerModel, VocabParts, Vocabulary,
 };
+
+mod cli_helpers;
+use cli_helpers::{fails, stdout_of, tempra};
 
 fn golden(name: &str) -> Value {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -64,39 +66,6 @@ fn write_vocab_gguf(g: &Value, path: &Path) {
         .finish()
         .unwrap();
     std::fs::write(path, bytes).unwrap();
-}
-
-fn tempra(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tempra"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap()
-}
-
-fn stdout_of(out: Output) -> String {
-    assert!(
-        out.status.success(),
-        "failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn fails(dir: &Path, args: &[&str], expect: &str) {
-    let out = tempra(dir, args);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{args:?} succeeded");
-    assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
-    assert_eq!(
-        stderr.lines().count(),
-        1,
-        "{args:?}: not one line:\n{stderr}"
-    );
-    assert!(
-        stderr.starts_with("error: ") && stderr.contains(expect),
-        "{args:?}: `{expect}` not in: {stderr}"
-    );
 }
 
 /// Every golden case through `-f FILE --no-special --json` (bytes verbatim), and back
