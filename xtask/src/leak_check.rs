@@ -85,12 +85,12 @@ const VALGRIND_TARGETS: &[ValgrindTarget] = &[
     ValgrindTarget {
         package: "tempra-backend-cpu",
         env: &[("PROPTEST_CASES", "16")],
-        // Large sizes to make the workers split the work: minutes under memcheck (the
-        // attention binary ran over 400 s with it); the same kernels run at small sizes
-        // in the binaries' other tests.
+        // Large sizes to make the workers split the work: minutes under memcheck (it
+        // dominated the attention binary's run); the same kernels run at small sizes in
+        // the binaries' other tests.
         skip: &[
             ("attention", "threads_split_large_work"),
-            // Over 300 s under memcheck; `blocked_prefill_tiles` runs the same blocked
+            // Minutes under memcheck; `blocked_prefill_tiles` runs the same blocked
             // kernel (partial panels, every cache layout) at small sizes.
             ("attention", "blocked_prefill_shapes"),
             (

@@ -5,8 +5,9 @@
 //! - Block-quantized weights, more rows (prefill): the f32 GEMM with `B = wᵀ` dequantized
 //!   block by block while it is packed (each dequantized value then serves `MC` rows);
 //!   except the row-interleaved Q4_0R8, Q4KR8 and Q5KR8, whose integer products run at every
-//!   row count (Q4_0R8: 111 against 53 GFLOP/s dequantized, 512 × 2048 × 2048); Q8_0R8
-//!   and Q6KR8 are dequantized too, each block gathered from its group's record.
+//!   row count (unpacking each weight block once per four activation rows beats
+//!   dequantizing it for the f32 GEMM); Q8_0R8 and Q6KR8 are dequantized too, each block
+//!   gathered from its group's record.
 //! - Float weights (F32/F16/BF16) with one input row: the GEMV in [`crate::gemm::gemv`].
 //! - Float weights with several rows: the f32 GEMM with `B = wᵀ`, a transposed view of
 //!   the weight that the packing reads row by row.

@@ -3,7 +3,7 @@
 /// Asks the cache for the line holding `v[at]` (a hint: nothing when out of range).
 ///
 /// For reads the hardware prefetcher does not follow: short runs far apart, as the GEMM
-/// packs read an operand (packing ran at DRAM latency, 10 ns per value, without) and as
+/// packs read an operand (without it, packing ran at DRAM latency per value) and as
 /// attention reads a head's cached keys and values (a row of 128 bytes every few KiB).
 #[inline(always)]
 pub(crate) fn prefetch<T>(v: &[T], at: usize) {

@@ -5,18 +5,17 @@
 //! [`DType::Q4KR8`](tempra_tensor::DType::Q4KR8),
 //! [`DType::Q5KR8`](tempra_tensor::DType::Q5KR8) and
 //! [`DType::Q6KR8`](tempra_tensor::DType::Q6KR8), which the eight-row kernels read as
-//! one stream for decode (on the AVX-512 Xeon from memory at 1 thread: Q8_0 12.1 → 14.5
-//! GB/s, Q6_K 11.9 → 13.5, Q5_K 11.1–11.3 → 13.0–13.5) and, for Q4_0R8, Q4KR8 and
-//! Q5KR8, unpack once per four activation rows for prefill (int8 at every row count:
-//! 512 × 2048 × 2048 at 1 thread, Q4_0 111 against 53 GFLOP/s dequantized, Q4_K 74
-//! against 49; Q8_0R8 and Q6KR8 prefill is dequantized while packing).
+//! one stream for decode (one sequential run instead of eight row streams: every format
+//! reads its weights from memory faster so) and, for Q4_0R8, Q4KR8 and Q5KR8, unpack
+//! once per four activation rows for prefill (int8 at every row count, ahead of the
+//! dequantizing GEMM; Q8_0R8 and Q6KR8 prefill is dequantized while packing).
 //! Other formats are kept. The copy is split over the worker pool by whole groups of
 //! eight rows, at least 1 MiB per task (the first touch of the fresh pages, which the
 //! kernel zeroes, is spread with it).
 //!
-//! Measured with `cargo test --release -p tempra-backend-cpu --lib
+//! The decode read rates come from `cargo test --release -p tempra-backend-cpu --lib
 //! decode_gemv_out_of_cache -- --ignored --nocapture` (2048 × 5632 weights from memory,
-//! 1 thread, Zen 3), in GB/s of weights read: see the crate README.
+//! one thread), in GB/s of weights read: see the crate README.
 
 use std::ops::Range;
 

@@ -58,13 +58,11 @@ impl Products<'_> {
     /// Whether `linear` over `dtype` weights runs the integer products at every row
     /// count (the row-interleaved Q4_0R8, Q4KR8 and Q5KR8), rather than the dequantizing f32
     /// GEMM from [`Products::dequant_gemm_rows`] rows on. Q8_0R8 prefill is faster
-    /// dequantized (1b Q8_0 pp512 at 2 threads on the AVX-512 Xeon: 124 tok/s against
-    /// 95 through the VNNI product, whose horizontal sums per block column saturate
-    /// the shuffle port at four rows); Q4_0R8 and Q4KR8 unpack twice the values per
-    /// byte and are faster as integers (see the crate README). Q6KR8's four-row product
-    /// (110 ns per record in cache, ≈ 150 GFLOP/s) is no faster than the dequantizing
-    /// GEMM (148 GFLOP/s at 512 rows, `prefill_int8_vs_dequantized_gemm`); Q5KR8's is
-    /// (159 against 149-150 GFLOP/s; 1b Q5_K_M pp512 +6-15 %).
+    /// dequantized than through the VNNI product, whose horizontal sums per block column
+    /// saturate the shuffle port at four rows; Q4_0R8 and Q4KR8 unpack twice the values
+    /// per byte and are faster as integers (see the crate README). Q6KR8's four-row
+    /// product is no faster than the dequantizing GEMM at prefill sizes
+    /// (`prefill_int8_vs_dequantized_gemm`); Q5KR8's is, and Q5_K_M prefill gains from it.
     pub(crate) fn integer_prefill(&self, dtype: DType) -> bool {
         matches!(dtype, DType::Q4_0R8 | DType::Q4KR8 | DType::Q5KR8)
     }

@@ -58,8 +58,8 @@ impl<B> FreeList<B> {
         ready: impl Fn(&B) -> bool,
     ) -> Option<(B, usize)> {
         // The common case first: a ready block of exactly `min` bytes (the smallest size
-        // that can fit). A point lookup is cheaper than a range walk (measured: the walk's
-        // setup was a sixth of the hit path).
+        // that can fit). A point lookup is cheaper than a range walk (the walk's setup
+        // was a noticeable share of the hit path).
         if let Some(blocks) = self.by_size.get_mut(&min)
             && let Some(block) = Self::take_ready(blocks, &ready)
         {

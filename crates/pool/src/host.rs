@@ -15,16 +15,16 @@ pub const HOST_ALIGN: usize = 64;
 /// of that alignment to `calloc`, which hands out fresh pages of a large block untouched
 /// (the kernel zeroes them on first use); a larger alignment goes through
 /// `posix_memalign` + `memset` instead, which writes, and so commits, every page up front
-/// (measured: 1.6 s and 512 MiB resident for a 512 MiB block). Blocks are therefore
-/// allocated a few bytes larger at this alignment (the slack, see [`placement`]) and the
-/// address rounded up.
+/// (a large block is then all resident, and paid for in time, before its first use).
+/// Blocks are therefore allocated a few bytes larger at this alignment (the slack, see
+/// [`placement`]) and the address rounded up.
 const ALLOC_ALIGN: usize = 2 * size_of::<usize>();
 
 /// The size of an x86-64 (and most AArch64) transparent huge page. Blocks of at least
 /// this size start on such a boundary, so that every whole 2 MiB of them can be one
 /// huge page: one TLB entry instead of 512, and a page walk per 2 MiB instead of per
 /// 4 KiB when a kernel streams through weights (decode reads every weight once per
-/// token; 1b models decoded 1-5 % faster with them, see the crate README).
+/// token; decode is faster with them, see the crate README).
 pub const HUGE_PAGE: usize = 2 << 20;
 
 /// Where a block of `size` bytes starts in its allocation: the alignment its address is

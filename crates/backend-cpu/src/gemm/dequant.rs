@@ -2,7 +2,7 @@
 //! weights). The 32-value formats get loops the compiler vectorizes; a K-quant block is
 //! decoded into 256 levels and sixteen sub-block scales ([`KBlock`], shared with the AVX2
 //! decoder in `dequant_avx2`) and then scaled 16 values at a time (the reference decodes
-//! each value through its own bit-position lookup: Q3_K's was 9 % of a Q3_K_M prefill).
+//! each value through its own bit-position lookup, a visible share of a K-quant prefill).
 //! Both compute exactly what the reference `dequantize_row` computes (`level · d (− m)`
 //! in f32, the same operations in the same order), which the tests check bit for bit.
 

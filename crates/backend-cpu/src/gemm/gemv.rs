@@ -173,10 +173,9 @@ mod avx2 {
 
     /// How far ahead of the values being multiplied the weight stream is prefetched, one
     /// hint per line consumed. A 2048-wide F16 row is one 4 KiB page, and the hardware
-    /// streamer starts cold on every page; with the hints 1b F16 decode on the Xeon
-    /// (`tempra bench -p 0 -n 16 -r 2`, three interleaved pairs) went 4.58–4.74 → 6.54–6.71
-    /// tok/s at 1 thread and 8.93–9.11 → 12.64–12.82 at 2 (an earlier variant measured
-    /// slower on Zen 3, without figures: re-check there).
+    /// streamer starts cold on every page, so without the hints F16 decode waits at the
+    /// start of every page; one page ahead keeps the stream going across page boundaries
+    /// (an earlier variant was slower on Zen 3: re-check there).
     const PREFETCH_BYTES: usize = 4096;
 
     /// The sum of the 8 lanes.
@@ -275,9 +274,9 @@ mod avx2 {
     /// shuffle, per eight pairs where `rows_bf16` widens each half with a shuffle
     /// (`vpmovzxwd`) and shifts it. `x` is split once per task (a range of rows) into
     /// runs of its eight even and eight odd values per 16, so the products stay exact f32
-    /// FMAs. From memory (`decode_gemv_out_of_cache`, `PROBE_DTYPES=f16,bf16`, 5632 ×
-    /// 2048, 1 thread, Xeon, three interleaved runs of both builds) 13.0–13.5 → 13.2–14.0
-    /// GB/s.
+    /// FMAs. With fewer shuffles per pair, the GEMV from memory keeps slightly closer to
+    /// the weight stream than `rows_bf16` (`decode_gemv_out_of_cache`,
+    /// `PROBE_DTYPES=f16,bf16`).
     ///
     /// # Safety
     ///

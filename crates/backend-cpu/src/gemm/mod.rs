@@ -302,8 +302,8 @@ pub(crate) fn kernel_for(level: Level) -> GemmKernel {
 const MIN_PARALLEL_MACS: usize = 1 << 18;
 
 /// The narrowest share of the output columns one task gets when the tasks split columns:
-/// each such task packs all of A again (≈ 0.3 ns per value against ≈ 1/32 ns per
-/// multiply-add at peak), which costs about `10 / edge` of its time.
+/// each such task packs all of A again, and packing a value costs about as much as ten
+/// multiply-adds at peak, so the repacking costs about `10 / edge` of its time.
 const MIN_TASK_EDGE: usize = 384;
 
 /// Rows of C per thread from which the tasks share one packed B block and split the rows

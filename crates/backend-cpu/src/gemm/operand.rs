@@ -165,8 +165,8 @@ fn interleaved_place(dtype: DType, v: usize, row_blocks: usize) -> (Range<usize>
 /// Dequantizes `out.len() / block_len` blocks of an interleaved `dtype` from block
 /// `first_block` on (one row's run): the blocks are gathered back to their base format
 /// into a stack buffer, a chunk at a time, and each chunk dequantized in one call as
-/// that format is (1b Q8_0 pp512 at 1 thread: 62.8–63.4 tok/s with one call per block,
-/// 65.3–65.5 chunked, separate runs).
+/// that format is (a chunk spreads each call's fixed work over many blocks: Q8_0 prefill
+/// ran faster chunked than with one call per block).
 fn load_interleaved(
     ops: PackOps,
     dtype: DType,

@@ -11,7 +11,7 @@
 //! Each helper also asks the cache for the next panel's runs (`next` of them, starting
 //! right after this panel's), one line per run per line of depth it packs: spread over
 //! the panel instead of a burst of a hundred prefetches ahead of it, which stalled on the
-//! full miss queue (2 % of a 1b F16 prefill's samples sat on the burst).
+//! full miss queue (F16 prefill profiles showed samples sitting on the burst).
 
 use std::arch::x86_64::*;
 

@@ -170,8 +170,8 @@ fn attend<S: Simd, K: Lane, V: Lane>(
         };
         for jj in first_single..nb {
             // The next block's rows arrive while this one is computed, asked for one key
-            // per key (issued as one burst, the instructions after the prefetches took
-            // 5-6 % of decode attention's profile samples).
+            // per key (issued as one burst, the instructions after the prefetches stalled
+            // and stood out in decode attention's profile).
             if j0 + nb + jj < end {
                 prefetch_block(k, kr, v, vr, j0 + nb + jj..j0 + nb + jj + 1);
             }
@@ -338,8 +338,8 @@ pub(crate) fn normalize_rows(acc: &[f32], stride: usize, l: &[f32], dv: usize, o
 
 /// Asks the cache for the key and value rows `keys`: a head's rows are a few KiB apart
 /// in the cache (one position's heads lie between) and the weights streamed since the
-/// last step evicted them, so without it decode attention waited on DRAM per key (12%
-/// of a 110M model's decode step).
+/// last step evicted them, so without it decode attention waited on DRAM per key (a
+/// large share of a small model's decode step).
 #[inline(always)]
 fn prefetch_block<K, V>(k: &[K], kr: KvRows, v: &[V], vr: KvRows, keys: Range<usize>) {
     for j in keys {

@@ -14,27 +14,36 @@ pub(crate) type DotFn = unsafe fn(usize, *const u8, &[*const u8], &mut [f32]);
 
 /// One quantized activation row for the eight-row kernels. A Q8_0 row comes with its
 /// per-block scales (f32) and sums of quants (i32), computed once per row so the kernels
-/// do not redo them per row group; a Q8_K row's blocks carry both (the pointers are
-/// null).
+/// do not redo them per row group; a Q8_K row's blocks carry both, and its `scales` and
+/// `sums` are not read (see [`GemmR8Fn`] for what the callers put there).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ActRow {
     /// The row's blocks (Q8_0 or Q8_K).
     pub(crate) blocks: *const u8,
-    /// Block `b`'s scale (Q8_0 rows).
+    /// Block `b`'s scale (Q8_0 rows; not read for Q8_K rows).
     pub(crate) scales: *const f32,
-    /// Block `b`'s `Σ qs` (Q8_0 rows).
+    /// Block `b`'s `Σ qs` (Q8_0 rows; not read for Q8_K rows).
     pub(crate) sums: *const i32,
 }
 
 /// `out[r][i] = Σ_blocks w_i · acts[r]` for the eight rows `w_i` of one row-interleaved
 /// group ([`DType::Q4_0R8`], [`DType::Q8_0R8`], [`DType::Q4KR8`], [`DType::Q5KR8`],
-/// [`DType::Q6KR8`]) at `w`, `nb` records long, and `acts.len()` (1..=4) activation rows of the partner
-/// format (Q8_0, Q8_K).
+/// [`DType::Q6KR8`]) at `w`, `nb` records long, and `acts.len()` (1..=4) activation rows
+/// of the base format's partner ([`quant::vec_dot_dtype`]): Q8_0 for Q4_0R8 and Q8_0R8,
+/// Q8_K for Q4KR8, Q5KR8 and Q6KR8.
 ///
 /// Safety contract of every `GemmR8Fn`: the CPU has the features the table was built
-/// for; `w` points to `nb` readable records of the group (any alignment); each
-/// `acts[r]` points to `nb` readable Q8_0 blocks, `nb` scales and `nb` sums;
-/// `out.len() == acts.len()`.
+/// for; `w` points to `nb` readable records of the group (any alignment);
+/// `1 <= acts.len() <= 4` and `out.len() == acts.len()`; and each `acts[r]`, by the
+/// group's dtype:
+///
+/// - Q4_0R8, Q8_0R8: `blocks` points to `nb` readable Q8_0 blocks (any alignment),
+///   `scales` to `nb` readable, aligned f32s (block `b`'s scale `d` as f32) and `sums` to
+///   `nb` readable, aligned i32s (block `b`'s `Σ qs`);
+/// - Q4KR8, Q5KR8, Q6KR8: `blocks` points to `nb` readable Q8_K blocks (any alignment),
+///   which carry their own scales and 16-value sums; `scales` and `sums` are not read and
+///   may hold any value (`linear` passes null, or for its first row an empty slice's
+///   dangling pointer; the tests pass null; the probe passes zeroed buffers).
 pub(crate) type GemmR8Fn = unsafe fn(usize, *const u8, &[ActRow], &mut [[f32; 8]]);
 
 /// Quantizes one f32 row into blocks of the given activation dtype.

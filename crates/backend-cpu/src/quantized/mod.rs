@@ -172,8 +172,10 @@ pub(crate) fn linear(
                         }
                         // SAFETY: the kernel was chosen for this CPU's features; the
                         // group's `blocks` records lie inside the weight storage (checked
-                        // above) and each tile row holds `blocks` activation blocks,
-                        // scales and sums.
+                        // above) and each tile row holds `blocks` activation blocks of
+                        // `act` (Q8_0 rows with their `blocks` scales and sums from
+                        // `stats`; Q8_K rows, whose unread scales and sums are null or
+                        // dangling), as the `GemmR8Fn` contract asks for `wd`.
                         unsafe { eight(blocks, w_group, &tile[..count], &mut dots[..count]) };
                         for (i, row) in dots[..count].iter().enumerate() {
                             // SAFETY: elements (t + i, j..j + 8) of the `rows × n` output

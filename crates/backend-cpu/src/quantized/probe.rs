@@ -248,7 +248,8 @@ fn interleaved_in_cache() {
                     for _ in 0..reps {
                         for g in 0..groups {
                             // SAFETY: `nb` records per group, `r` activation rows of `nb`
-                            // blocks (with scales and sums); the table matches this CPU.
+                            // blocks of the partner format (with scales and sums, read for
+                            // Q8_0 only); the table matches this CPU.
                             unsafe {
                                 gemm(nb, w[g * group_bytes..].as_ptr(), &acts[..r], &mut out[..r])
                             };

@@ -222,7 +222,8 @@ fn interleaved_products_match_the_reference_vec_dot() {
                 for count in 1..=4 {
                     let mut out = [[0f32; 8]; 4];
                     // SAFETY: one group of `blocks` records; `count` activation rows of
-                    // `blocks` blocks, scales and sums; the table matches the CPU.
+                    // `blocks` blocks of the partner format (with scales and sums for
+                    // Q8_0, null for Q8_K); the table matches the CPU.
                     unsafe {
                         gemm(
                             blocks,

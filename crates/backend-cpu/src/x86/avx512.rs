@@ -255,8 +255,8 @@ impl Simd for Avx512 {
         // SAFETY: see the impl comment; `out` holds 8 f32. Each vector is first folded to
         // 256 bits (its two halves added), then reduced by the AVX2 tree.
         // A plain loop, not `v.map(..)`: a closure does not inherit the caller's target
-        // features, so its intrinsics were left as calls (3 % of 1b decode at 2 threads
-        // in `attend_tile_rows` under perf).
+        // features, so its intrinsics were left as calls (a visible share of decode in
+        // `attend_tile_rows` under perf).
         // SAFETY: the token proves the CPU has the AVX-512 features (impl comment).
         unsafe {
             let mut halves = [_mm256_setzero_ps(); 8];

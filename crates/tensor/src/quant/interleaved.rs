@@ -1,9 +1,8 @@
 //! The row-interleaved layouts [`DType::Q4_0R8`] and [`DType::Q8_0R8`]: eight weight
 //! rows stored as one stream, so a kernel that computes eight outputs at once reads one
-//! sequential run of memory instead of eight (measured 2x the read bandwidth for Q4_0
-//! decode on Zen 3, 1.2x for Q8_0 on an AVX-512 Xeon), and unpacks each weight block
-//! once for several activation rows (prefill). The functions here are written for any
-//! 32-value format whose block is an f16 scale then quants.
+//! sequential run of memory instead of eight (decode reads the weights faster so), and
+//! unpacks each weight block once for several activation rows (prefill). The functions
+//! here are written for any 32-value format whose block is an f16 scale then quants.
 //! [`DType::Q4KR8`], [`DType::Q5KR8`] and [`DType::Q6KR8`] have their own record
 //! layouts (`interleaved_q4_k`, `interleaved_q5_k`, `interleaved_q6_k`);
 //! `interleave_rows` and `deinterleave_rows` take any of them.

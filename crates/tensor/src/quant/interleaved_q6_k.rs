@@ -49,8 +49,8 @@ pub const fn step_offset(n: usize, t: usize) -> usize {
 }
 
 /// Calls `f(record offset, block offset)` for each 4-byte quant run of row `r` (plain
-/// loops: an iterator chain here did not inline and was 2.4 % of a 1b Q4_K_M prefill,
-/// which gathers Q6KR8 blocks back for its dequantizing GEMM).
+/// loops: an iterator chain here did not inline and showed up in the profile of Q4_K_M
+/// prefill, which gathers Q6KR8 blocks back for its dequantizing GEMM).
 #[inline]
 fn for_each_quant_run(r: usize, mut f: impl FnMut(usize, usize)) {
     for n in 0..2 {

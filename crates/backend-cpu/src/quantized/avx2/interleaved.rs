@@ -82,20 +82,17 @@ pub(super) const GEMM_Q5_K_R8_AVX_VNNI: GemmR8Fn =
 pub(super) const GEMM_Q5_K_R8_AVX512_VNNI: GemmR8Fn =
     rows_dispatch!(gemm_q5_k_r8_avx512_vnni, GemmR8Fn, ActRow, [f32; 8]);
 
-/// How far ahead of the current record the stream is prefetched (measured on Zen 3 at
-/// one thread on 2048 × 5632 Q4_0 from memory: none 9.5 GB/s, 512 B 10.2, 2 KiB 11.7,
-/// 4 KiB 11.4-12.9).
+/// How far ahead of the current record the stream is prefetched: without the hints, or
+/// with shorter distances, the Q4_0 GEMV from memory waited on the stream; this distance
+/// read fastest.
 const PREFETCH_BYTES: usize = 4096;
 
 /// Asks for the `LINES` cache lines from `PREFETCH_BYTES` past `p` into L2 (a hint:
 /// never faults, even past the end of the weights).
 ///
-/// `T1` (to L2) rather than `T0` (to L1): measured on the AVX-512 Xeon at one thread,
-/// 2048 × 5632 from memory (`decode_gemv_out_of_cache`, two interleaved runs each),
-/// q4_K_r8 12.5–12.7 → 13.4–13.7 GB/s, q4_0_r8 12.9–13.1 → 13.3–13.9, q8_0_r8 within
-/// noise; `T2` was between the two and `NTA` far slower (7–10 GB/s). 1b decode
-/// (`tempra bench -p 0 -n 32 -r 2`, two pairs): Q4_K_M 18.3–18.6 → 19.1–19.2 tok/s at
-/// one thread, 34.7–35.3 → 36.0–36.8 at two; Q4_0 +3–4 %; Q8_0 unchanged.
+/// `T1` (to L2) rather than `T0` (to L1): with it the Q4_KR8 and Q4_0R8 GEMVs read
+/// their weights from memory faster (`decode_gemv_out_of_cache`; Q8_0R8 the same), and
+/// Q4_K_M and Q4_0 decode gained from it; `T2` was between the two and `NTA` far slower.
 #[inline(always)]
 pub(super) fn prefetch_ahead<const LINES: usize>(p: *const u8) {
     for line in 0..LINES {
@@ -141,7 +138,8 @@ macro_rules! legacy_r8_kernel {
     ($name:ident, $features:literal, $dtype:expr, $load:path, $sums:path) => {
         /// # Safety
         ///
-        /// See [`GemmR8Fn`]; `acts.len() >= R`; the CPU has the kernel's features.
+        /// See [`GemmR8Fn`] (here each `acts[r]` holds `nb` Q8_0 blocks, scales and sums);
+        /// `acts.len() >= R`; the CPU has the kernel's features.
         #[target_feature(enable = $features)]
         unsafe fn $name<const R: usize>(
             nb: usize,
@@ -265,16 +263,16 @@ macro_rules! k_r8_kernel {
                     for j in 0..4 {
                         // The record's lines ahead, a quarter per chunk (Q4_KR8: five of 19):
                         // as one burst of 19 at the record's start they filled the miss queue
-                        // and the stream ran at the sum of compute and memory time (isolated
-                        // GEMV from memory 8.5 → 9.4 GB/s mean of eight interleaved runs, 1b
-                        // Q4_K_M decode +2-5 %).
+                        // and the stream ran at the sum of compute and memory time; spread
+                        // out, the memory time hides behind the compute (both the GEMV from
+                        // memory and Q4_K_M decode gained).
                         prefetch_ahead::<{ RECORD.div_ceil(4 * 64) }>(record.add(RECORD / 4 * j));
                         let sc = _mm_loadu_si128(record.add(SCALES + 16 * j) as *const __m128i);
                         let (sc_lo, sc_hi) = $scales(sc);
                         // With one row, even and odd steps in separate accumulators:
                         // two dependency chains of four (`vpdpbusd` has a 5-cycle
                         // latency); more rows interleave their own chains, and a second
-                        // set would spill (four rows measured 77 → 125 ns per record).
+                        // set would spill registers (four rows ran much slower with it).
                         let mut lo = [[_mm256_setzero_si256(); R]; 2];
                         let mut hi = [[_mm256_setzero_si256(); R]; 2];
                         for k in 0..8 {

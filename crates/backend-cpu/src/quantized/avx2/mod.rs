@@ -45,8 +45,8 @@ pub(crate) fn table(base: QuantKernels) -> QuantKernels {
     )
     .with_dots(&kquants::maddubs::DOTS)
     // Eight-row GEMVs read the row-interleaved layouts only: over eight row-major rows
-    // (eight streams) they were no faster than one-row dots (Q4_0 4.8 vs 5.1 GB/s from
-    // memory at 1 thread; the interleaved one reads 12.8).
+    // (eight streams) they were no faster than one-row dots from memory, while over the
+    // interleaved layout (one stream) they read far faster than either.
     .with_interleaved([
         interleaved::GEMM_Q4_0_R8,
         interleaved::GEMM_Q8_0_R8,
@@ -98,8 +98,8 @@ pub(super) unsafe fn load_vectors<const N: usize>(p: *const u8) -> [__m256i; N] 
 ///
 /// The value is moved in with `vmovd` from a general register: a lane insert
 /// (`vpinsrw`) would merge into whatever register the allocator picks, and when that is
-/// an accumulator the merge chains every block to the previous block's FMA (measured:
-/// 16 instead of 5 cycles per Q4_0 block).
+/// an accumulator the merge chains every block to the previous block's FMA, which made
+/// the Q4_0 dot several times slower per block.
 ///
 /// # Safety
 ///

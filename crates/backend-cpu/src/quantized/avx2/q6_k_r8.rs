@@ -16,8 +16,8 @@
 //! The quants are stored as `q + 32` (0..64): the product is `Σ s·(q + 32)·y − 32·Σ
 //! s·bsum`, the correction taken once per record from the activation's 16-value sums
 //! (one `madd` per pair of sub-blocks). The row-major Q6_K dot this replaces for decode
-//! ran at 17.9 GB/s in cache on the AVX-512 Xeon, barely above the memory's 15.4: the
-//! decode GEMV was compute bound.
+//! read weights in cache barely faster than memory delivers them: the decode GEMV was
+//! compute bound.
 //!
 //! [`DType::Q6KR8`]: tempra_tensor::DType::Q6KR8
 
