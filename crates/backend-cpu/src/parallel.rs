@@ -60,6 +60,22 @@ impl<T> DisjointWrites<T> {
     pub(crate) fn ptr(&self) -> *mut T {
         self.0
     }
+
+    /// The pointer `count` elements on, into the same buffer.
+    ///
+    /// # Safety
+    ///
+    /// The result lies inside the buffer (or one past its end).
+    pub(crate) unsafe fn add(self, count: usize) -> Self {
+        // SAFETY: in bounds by the caller's contract.
+        Self(unsafe { self.0.add(count) })
+    }
+}
+
+impl<T> std::fmt::Debug for DisjointWrites<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DisjointWrites({:p})", self.0)
+    }
 }
 
 /// Runs everything on the calling thread (the probes time single-threaded kernels).

@@ -5,6 +5,7 @@ use tempra_tensor::DType;
 
 use crate::backend::CpuBackend;
 use crate::gemm::{self, Gemm};
+use crate::isa::Isa;
 use crate::quantized::{self, QuantKernels};
 
 /// From this many rows on, quantized `linear` runs as dequantize-while-packing plus the
@@ -31,15 +32,16 @@ impl CpuBackend {
     /// ones from the AVX2 level up, with `vpdpbusd` where the CPU has VNNI (the AVX-512
     /// encoding only at the AVX-512 level).
     pub(crate) fn products(&self) -> Products<'_> {
-        let kernel = gemm::kernel_for(self.level());
-        let avx2 = kernel.name != gemm::SCALAR.name;
-        // The float and quantized kernels go together: both AVX2 or both portable.
-        let isa = self.level().isa();
-        let quant_table = quantized::vnni_kernels(isa == crate::isa::Isa::Avx512)
-            .or_else(quantized::avx2_kernels);
-        let (kernel, quant) = match (avx2, quant_table) {
-            (true, Some(quant)) => (kernel, quant),
-            _ => (gemm::SCALAR, quantized::SCALAR),
+        // The float and quantized kernels go together: both AVX2 or both portable, as
+        // the dispatch level says.
+        let quant_table = match self.level().isa() {
+            Isa::Scalar => None,
+            Isa::Avx2 => quantized::vnni_kernels(false).or_else(quantized::avx2_kernels),
+            Isa::Avx512 => quantized::vnni_kernels(true).or_else(quantized::avx2_kernels),
+        };
+        let (kernel, quant, avx2) = match quant_table {
+            Some(quant) => (gemm::kernel_for(self.level()), quant, true),
+            None => (gemm::SCALAR, quantized::SCALAR, false),
         };
         Products {
             gemm: Gemm {
@@ -48,7 +50,7 @@ impl CpuBackend {
                 par: &**self.workers(),
             },
             quant,
-            avx2: kernel.name != gemm::SCALAR.name,
+            avx2,
             dequant_gemm_rows: DEQUANT_GEMM_ROWS,
         }
     }

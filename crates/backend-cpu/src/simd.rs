@@ -234,7 +234,6 @@ macro_rules! simd_dispatch {
         $vis:vis fn $name:ident $(<$($lt:lifetime),*>)? ($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty = $kernel:path;
     )*) => {$(
         $(#[$meta])*
-        #[allow(clippy::too_many_arguments)]
         $vis fn $name $(<$($lt),*>)? (level: $crate::isa::Level, $($arg: $ty),*) -> $ret {
             match level.isa() {
                 #[cfg(target_arch = "x86_64")]

@@ -185,7 +185,6 @@ pub trait Backend: Send + Sync + Debug {
     /// The gradients of [`Backend::attention`] given `grad [.., Tq, Hq, Dv]`: `dq` (q's
     /// shape), `dk` and `dv` (k's and v's shapes), all of q's dtype; the kernel zeroes and
     /// fills them.
-    #[allow(clippy::too_many_arguments)]
     fn attention_backward(
         &self,
         q: &Tensor,

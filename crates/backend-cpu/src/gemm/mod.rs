@@ -51,7 +51,9 @@ use crate::task_scratch::{self, TaskScratch};
 /// A micro-kernel and the blocking that suits it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct GemmKernel {
-    /// Name for benchmarks, test messages and telling the portable kernel apart.
+    /// Name for the probes' and tests' messages (the dispatch picks kernels by ISA
+    /// level, never by name).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) name: &'static str,
     mr: usize,
     nr: usize,
@@ -74,7 +76,6 @@ impl GemmKernel {
     ///
     /// `c` addresses an `mc × nc` region valid for reads and writes that nothing else
     /// touches during the call; the packs hold whole panels for `mc` rows and `nc` columns.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) unsafe fn packed_product(
         &self,
         a_pack: &[f32],
@@ -105,15 +106,16 @@ impl GemmKernel {
                 if mh == mr && nw == nr {
                     // SAFETY: the kernel was selected after feature detection; the panels
                     // hold `kc` steps; the tile is inside C.
-                    unsafe { (kern.run)(kc, ap, bp, ct.ptr, ct.ldc, accumulate) };
+                    unsafe { (kern.run)(kc, ap, bp, ct.ptr(), ct.ldc(), accumulate) };
                 } else {
                     let tile = tile_buf.get_or_insert([0.0; 16 * 32]);
                     // SAFETY: as above, into the local full-size tile.
                     unsafe { (kern.run)(kc, ap, bp, tile.as_mut_ptr(), nr, false) };
                     for i in 0..mh {
                         // SAFETY: row `i` of the partial tile lies inside C.
-                        let row =
-                            unsafe { std::slice::from_raw_parts_mut(ct.ptr.add(i * ct.ldc), nw) };
+                        let row = unsafe {
+                            std::slice::from_raw_parts_mut(ct.ptr().add(i * ct.ldc()), nw)
+                        };
                         let src = &tile[i * nr..i * nr + nw];
                         if accumulate {
                             row.iter_mut().zip(src).for_each(|(o, s)| *o += s);
@@ -315,26 +317,32 @@ const MIN_SHARED_ROWS: usize = 48;
 const MIN_PACK_PANELS: usize = 8;
 
 /// The output matrix: `m × n` f32s at `ptr` with row stride `ldc`.
+///
+/// Shared by the tasks of one product, each writing only its own disjoint tile range of C
+/// (see `gemm`); the product returns only after every task ended ([`DisjointWrites`]).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct OutPtr {
-    ptr: *mut f32,
+    c: DisjointWrites<f32>,
     ldc: usize,
 }
-
-// SAFETY: an `OutPtr` is shared by the tasks of one product; each task writes only its
-// own disjoint tile range of C (see `gemm`), and the product returns only after every task
-// ended.
-unsafe impl Send for OutPtr {}
-// SAFETY: as above.
-unsafe impl Sync for OutPtr {}
 
 impl OutPtr {
     /// The output over `c`, a row-major matrix with row stride `ldc`.
     pub(crate) fn new(c: &mut [f32], ldc: usize) -> Self {
         Self {
-            ptr: c.as_mut_ptr(),
+            c: DisjointWrites::new(c),
             ldc,
         }
+    }
+
+    /// The matrix's first element (row stride [`Self::ldc`]).
+    pub(crate) fn ptr(&self) -> *mut f32 {
+        self.c.ptr()
+    }
+
+    /// The row stride.
+    pub(crate) fn ldc(&self) -> usize {
+        self.ldc
     }
 
     /// Row `i`, columns `cols`, as a mutable slice.
@@ -346,7 +354,7 @@ impl OutPtr {
     pub(crate) unsafe fn row_segment<'s>(self, i: usize, cols: Range<usize>) -> &'s mut [f32] {
         // SAFETY: in bounds and unaliased by the caller's contract.
         unsafe {
-            std::slice::from_raw_parts_mut(self.ptr.add(i * self.ldc + cols.start), cols.len())
+            std::slice::from_raw_parts_mut(self.ptr().add(i * self.ldc + cols.start), cols.len())
         }
     }
 
@@ -357,8 +365,8 @@ impl OutPtr {
     /// `(i, j)` lies inside the matrix this pointer was made for.
     pub(crate) unsafe fn at(self, i: usize, j: usize) -> Self {
         // SAFETY: in bounds by the caller's contract.
-        let ptr = unsafe { self.ptr.add(i * self.ldc + j) };
-        Self { ptr, ldc: self.ldc }
+        let c = unsafe { self.c.add(i * self.ldc + j) };
+        Self { c, ldc: self.ldc }
     }
 }
 
@@ -565,7 +573,6 @@ impl Gemm<'_> {
     ///
     /// `c` addresses an `m × nc` region valid for reads and writes that nothing else
     /// touches during the call; `packed` holds the `nc.div_ceil(nr)` panels of depth `kc`.
-    #[allow(clippy::too_many_arguments)]
     unsafe fn row_blocks(
         &self,
         m: usize,
@@ -616,7 +623,6 @@ impl Gemm<'_> {
     /// # Safety
     ///
     /// As [`Gemm::gemm`].
-    #[allow(clippy::too_many_arguments)]
     pub(crate) unsafe fn task_in(
         &self,
         m: usize,
@@ -633,7 +639,7 @@ impl Gemm<'_> {
         if k == 0 {
             for i in 0..m {
                 // SAFETY: row `i` of the caller's `m × n` region.
-                unsafe { std::slice::from_raw_parts_mut(c.ptr.add(i * c.ldc), n) }.fill(0.0);
+                unsafe { std::slice::from_raw_parts_mut(c.ptr().add(i * c.ldc()), n) }.fill(0.0);
             }
             return Ok(());
         }

@@ -143,7 +143,6 @@ pub(crate) fn pack_panels(
 /// Packs the full 16-wide panels of halves contiguous along the width (`inner_stride ==
 /// 1`) through the ISA's helper, if `ops` has one; returns how many panels it packed
 /// (the caller packs the rest).
-#[allow(clippy::too_many_arguments)]
 fn rows16_fast(
     ops: PackOps,
     src: MatRef<'_>,
@@ -183,7 +182,6 @@ fn rows16_fast(
 /// [`transpose_runs`] through the ISA's register transpose where `ops` has one for a
 /// panel of `w == width` runs, prefetching the `next` runs after them (`stride` apart).
 /// Returns whether it packed the panel.
-#[allow(clippy::too_many_arguments)]
 fn transpose_fast(
     ops: PackOps,
     src: &[f32],
@@ -234,7 +232,6 @@ fn transpose_runs(src: &[f32], stride: usize, w: usize, kc: usize, width: usize,
 }
 
 /// [`pack_panels`] for f32 values: plain copies, no conversion.
-#[allow(clippy::too_many_arguments)]
 fn pack_f32(
     ops: PackOps,
     src: MatRef<'_>,

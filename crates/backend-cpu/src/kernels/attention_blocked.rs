@@ -100,7 +100,6 @@ fn rows_view(values: &[f32], stride: usize) -> MatRef<'_> {
 /// Attends one blocked tile (rows `1..=WIDE_ROWS`, queries `tile.q` row-major with row
 /// stride `pad(D)`): `out` (`rows × Dv`, contiguous) as the narrow tile computes it.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 fn attend_wide<S: Simd>(
     s: S,
     kern: GemmKernel,

@@ -11,21 +11,16 @@
 use tempra_tensor::{AttentionParams, DType, Result, Tensor};
 
 use crate::ops::{Exec, Outcome, input, output};
+use crate::parallel::DisjointWrites;
 
-/// Raw output and scratch pointers shared by the items (each writes disjoint elements).
+/// The outputs and the scratch, shared by the items (each writes disjoint elements).
 #[derive(Clone, Copy)]
 struct Outputs {
-    dq: *mut f32,
-    dk: *mut f32,
-    dv: *mut f32,
-    scratch: *mut f32,
+    dq: DisjointWrites<f32>,
+    dk: DisjointWrites<f32>,
+    dv: DisjointWrites<f32>,
+    scratch: DisjointWrites<f32>,
 }
-
-// SAFETY: the pointers are only dereferenced by items writing disjoint elements (see
-// `attention_backward`), while the output slices they come from are mutably borrowed.
-unsafe impl Send for Outputs {}
-// SAFETY: as above; no two items write the same element and none reads another's.
-unsafe impl Sync for Outputs {}
 
 /// A strided input: its elements, and the strides of its last three dims plus lead
 /// offset arithmetic.
@@ -45,7 +40,6 @@ impl Operand<'_> {
 /// `dq`, `dk`, `dv` of causal attention (see [`AttentionParams`]) given the upstream
 /// gradient `grad [.., Tq, Hq, Dv]`. Delegates for other dtypes, ranks below 3, inputs
 /// whose last dim is not unit-stride, and non-contiguous outputs.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn attention_backward(
     exec: &Exec<'_>,
     q: &Tensor,
@@ -109,10 +103,10 @@ pub(crate) fn attention_backward(
     let items = n_lead * hkv;
     let mut scratch = exec.scratch_f32("attention_backward", 2 * tk * items.max(1))?;
     let outputs = Outputs {
-        dq: dq_s.as_mut_ptr(),
-        dk: dk_s.as_mut_ptr(),
-        dv: dv_s.as_mut_ptr(),
-        scratch: scratch.as_mut_slice::<f32>().as_mut_ptr(),
+        dq: DisjointWrites::new(dq_s),
+        dk: DisjointWrites::new(dk_s),
+        dv: DisjointWrites::new(dv_s),
+        scratch: DisjointWrites::new(scratch.as_mut_slice::<f32>()),
     };
     let lead_offset = |strides: &[usize], mut lead: usize| -> usize {
         let mut o = 0;
@@ -132,7 +126,7 @@ pub(crate) fn attention_backward(
             // SAFETY: each item owns scratch `item·2Tk .. (item+1)·2Tk`, inside the lease
             // of `2·Tk·items` f32 that outlives the parallel call.
             let buf = unsafe {
-                std::slice::from_raw_parts_mut(outputs.scratch.add(item * 2 * tk), 2 * tk)
+                std::slice::from_raw_parts_mut(outputs.scratch.ptr().add(item * 2 * tk), 2 * tk)
             };
             let (scores, dps) = buf.split_at_mut(tk);
             let (ql, kl, vl, gl) = (
@@ -196,12 +190,16 @@ pub(crate) fn attention_backward(
                         // every index is inside the contiguous outputs of shapes
                         // [.., Tk, Hkv, D], [.., Tk, Hkv, Dv], [.., Tq, Hq, D].
                         unsafe {
-                            let dvr =
-                                std::slice::from_raw_parts_mut(outputs.dv.add(kv_row * dvn), dvn);
+                            let dvr = std::slice::from_raw_parts_mut(
+                                outputs.dv.ptr().add(kv_row * dvn),
+                                dvn,
+                            );
                             axpy(p, grow, dvr);
-                            let dkr = std::slice::from_raw_parts_mut(outputs.dk.add(kv_row * d), d);
+                            let dkr =
+                                std::slice::from_raw_parts_mut(outputs.dk.ptr().add(kv_row * d), d);
                             axpy(du, qrow, dkr);
-                            let dqr = std::slice::from_raw_parts_mut(outputs.dq.add(dq_row), d);
+                            let dqr =
+                                std::slice::from_raw_parts_mut(outputs.dq.ptr().add(dq_row), d);
                             axpy(du, krow, dqr);
                         }
                     }

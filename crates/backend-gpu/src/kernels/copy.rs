@@ -133,7 +133,6 @@ pub(crate) fn copy(ctx: &Arc<DeviceContext>, src: &Tensor, dst: &Tensor) -> Resu
 }
 
 /// Words 0..10 of the copy kernel's parameters.
-#[allow(clippy::too_many_arguments)]
 fn header(
     p: &mut Params,
     n: usize,

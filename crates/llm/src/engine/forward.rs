@@ -193,7 +193,6 @@ pub(crate) fn embed(
 
 /// Norm, q/k/v projections, optional q/k norms, rope, cache write, attention, output
 /// projection and optional post-norm: the residual branch of the attention half.
-#[allow(clippy::too_many_arguments)]
 fn attention_block(
     out: &mut Outputs<'_>,
     config: &ModelConfig,

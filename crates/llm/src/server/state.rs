@@ -33,7 +33,6 @@ pub(crate) struct AppState {
 
 impl AppState {
     /// The shared state.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         model: Arc<Model>,
         model_id: String,

@@ -142,7 +142,6 @@ impl ExecContext {
         fresh("rope_inverse", out)
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn rope_impl(
         &self,
         op: &'static str,

@@ -165,7 +165,6 @@ fn zero(w: &mut Writer<'_>, t_offset: usize, count: usize) {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn attention_backward(
     q: &Tensor,
     k: &Tensor,
