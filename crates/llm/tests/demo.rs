@@ -15,7 +15,7 @@ use tempra_llm::tokenizer::{
 };
 
 /// The held-out loss (nats per token) the embedded model must stay below on fresh
-/// stories; the README records the value measured at training time.
+/// stories; `docs/perf-log.md` records the value measured at training time.
 const EMBEDDED_HELD_OUT_LOSS_BOUND: f64 = 0.8;
 
 /// BPE by definition, from the GGUF metadata: per word, repeatedly merge the adjacent
