@@ -209,8 +209,8 @@ pub(crate) const SCALAR: QuantKernels = QuantKernels {
 /// The AVX2 (+FMA, F16C) table if this CPU has those features.
 pub(crate) fn avx2_kernels() -> Option<QuantKernels> {
     #[cfg(target_arch = "x86_64")]
-    if super::avx2::detected() {
-        return Some(super::avx2::table(SCALAR));
+    if super::x86::detected() {
+        return Some(super::x86::table(SCALAR));
     }
     None
 }
@@ -221,7 +221,7 @@ pub(crate) fn avx2_kernels() -> Option<QuantKernels> {
 pub(crate) fn vnni_kernels(avx512: bool) -> Option<QuantKernels> {
     #[cfg(target_arch = "x86_64")]
     {
-        use super::avx2::{Vnni, vnni_table};
+        use super::x86::{Vnni, vnni_table};
         let base = avx2_kernels()?;
         let encodings: &[Vnni] = if avx512 {
             &[Vnni::Avx512, Vnni::Avx]
@@ -243,8 +243,8 @@ pub(crate) fn available_kernels() -> Vec<QuantKernels> {
     let mut tables = vec![SCALAR];
     tables.extend(avx2_kernels());
     #[cfg(target_arch = "x86_64")]
-    for vnni in [super::avx2::Vnni::Avx, super::avx2::Vnni::Avx512] {
-        tables.extend(avx2_kernels().and_then(|base| super::avx2::vnni_table(base, vnni)));
+    for vnni in [super::x86::Vnni::Avx, super::x86::Vnni::Avx512] {
+        tables.extend(avx2_kernels().and_then(|base| super::x86::vnni_table(base, vnni)));
     }
     tables
 }

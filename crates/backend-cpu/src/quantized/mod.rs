@@ -18,13 +18,13 @@
 //! scale and sum (8 bytes per block), and for a strided input one row of K f32s to
 //! gather it into before quantizing.
 
-#[cfg(target_arch = "x86_64")]
-mod avx2;
 mod kernels;
 #[cfg(test)]
 mod probe;
 #[cfg(test)]
 mod tests;
+#[cfg(target_arch = "x86_64")]
+mod x86;
 
 use tempra_tensor::quant::vec_dot_dtype;
 use tempra_tensor::{DType, Result, Tensor, TensorError};

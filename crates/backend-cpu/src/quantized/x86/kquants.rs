@@ -300,7 +300,7 @@ macro_rules! super_block_loop {
 macro_rules! k_quant_dots {
     ($features:literal, $madd_add:path) => {
         /// This instruction set's dot products for the K-quants.
-        pub(in crate::quantized::avx2) const DOTS: [(DType, DotFn); 5] = [
+        pub(in crate::quantized::x86) const DOTS: [(DType, DotFn); 5] = [
             (DType::Q2K, rows_dispatch!(dot_q2_k)),
             (DType::Q3K, rows_dispatch!(dot_q3_k)),
             (DType::Q4K, rows_dispatch!(dot_q4_k)),

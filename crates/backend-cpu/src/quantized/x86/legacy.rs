@@ -63,7 +63,7 @@ macro_rules! block_loop {
 macro_rules! legacy_dots {
     ($features:literal, $sums:path) => {
         /// This instruction set's dot products for the 32-value formats.
-        pub(in crate::quantized::avx2) const DOTS: [(DType, DotFn); 5] = [
+        pub(in crate::quantized::x86) const DOTS: [(DType, DotFn); 5] = [
             (DType::Q4_0, rows_dispatch!(dot_q4_0)),
             (DType::Q4_1, rows_dispatch!(dot_q4_1)),
             (DType::Q5_0, rows_dispatch!(dot_q5_0)),

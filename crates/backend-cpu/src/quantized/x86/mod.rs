@@ -1,6 +1,8 @@
-//! AVX2 (+FMA, F16C) quantized dot products, after ggml's AVX2 kernels: weights unpacked
-//! to bytes, `maddubs` (u8 × i8 pairs → i16) and `madd` (→ i32) for the integer sums,
-//! one f32 FMA per block (per 32 values for the legacy formats, per 256 for K-quants).
+//! The x86 quantized dot products: the AVX2 (+FMA, F16C) kernels, after ggml's AVX2
+//! kernels (weights unpacked to bytes, `maddubs` (u8 × i8 pairs → i16) and `madd` (→ i32)
+//! for the integer sums, one f32 FMA per block: per 32 values for the legacy formats, per
+//! 256 for K-quants), and their VNNI variants (`vnni.rs`: `vpdpbusd`/`vpdpwssd` in the
+//! AVX-VNNI or the AVX-512 VNNI encoding), chosen by the dispatch level.
 //!
 //! Each kernel takes up to four activation rows: the weight block is unpacked once and
 //! dotted with every row (the prefill tile); with one row it is the decode GEMV.
