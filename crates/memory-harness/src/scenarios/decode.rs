@@ -4,6 +4,7 @@
 //! set.
 
 use anyhow::Result;
+use tempra_tensor::handoff::handoffs_since;
 
 use crate::block_bound::BlockDims;
 use crate::check::{Check, Limit, Unit};
@@ -56,6 +57,7 @@ pub fn run(model: &ModelSource, threads: usize, out: &mut Vec<Check>) -> Result<
         .map(|i| (i * 37 + 5) % vocab)
         .collect();
     engine.pool.reset_peak();
+    let handoffs_before = engine.ag.ctx().handoffs();
     let mut token = engine.run(&mut cache, &prompt)?;
     let prefill_peak = engine.pool.stats().peak_outstanding_bytes;
     // Float weights go through the packed f32 GEMM, whose tasks (one per thread) pack up
@@ -95,6 +97,7 @@ pub fn run(model: &ModelSource, threads: usize, out: &mut Vec<Check>) -> Result<
     }
     let heap_after = HEAP.snapshot();
     let pool_after = engine.pool.stats();
+    let handoffs = handoffs_since(&handoffs_before, &engine.ag.ctx().handoffs());
 
     let misses = pool_after.misses - pool_before.misses;
     let acquires = (pool_after.hits + pool_after.misses) - (pool_before.hits + pool_before.misses);
@@ -109,6 +112,20 @@ pub fn run(model: &ModelSource, threads: usize, out: &mut Vec<Check>) -> Result<
     let measured =
         format!("{MEASURED_TOKENS} tokens after {PROMPT_TOKENS} prompt + {WARMUP_TOKENS} warm-up");
 
+    let handed: Vec<String> = handoffs.iter().map(|(op, n)| format!("{op}×{n}")).collect();
+    out.push(
+        Check::new(
+            name("handoffs"),
+            handoffs.values().sum::<u64>() as f64,
+            Unit::Count,
+            Limit::AtMost(0.0),
+        )
+        .with_note(if handed.is_empty() {
+            "ops the CPU backend handed to the reference kernels over prefill, warm-up and measured tokens: none".to_string()
+        } else {
+            format!("handed to the reference kernels: {}", handed.join(", "))
+        }),
+    );
     out.push(
         Check::new(
             name("pool_misses"),
