@@ -105,17 +105,18 @@ impl GpuBackend {
         self.ctx.pipelines.len()
     }
 
-    /// How many calls of each op ran on the host (read-back, reference kernel, upload)
-    /// because no GPU kernel covers them; the same counts as [`Backend::handoffs`]
-    /// (through an [`ExecContext`]: [`ExecContext::handoffs`]).
+    /// Counts one call of `op` run on the host (reported by [`Backend::handoffs`]).
     ///
     /// [`Backend::handoffs`]: tempra_tensor::Backend::handoffs
-    pub fn host_fallbacks(&self) -> Handoffs {
-        self.fallbacks.snapshot()
-    }
-
     pub(crate) fn count_fallback(&self, op: &'static str) {
         self.fallbacks.count(op);
+    }
+
+    /// The host-fallback counts ([`Backend::handoffs`]).
+    ///
+    /// [`Backend::handoffs`]: tempra_tensor::Backend::handoffs
+    pub(crate) fn fallback_counts(&self) -> Handoffs {
+        self.fallbacks.snapshot()
     }
 
     /// Submits all recorded work without waiting.

@@ -6,7 +6,7 @@
 //! weights (upload them with [`crate::GpuBackend::upload_weight`] to stay on the GPU),
 //! the training ops (`embedding_backward`, `one_hot`, `cross_entropy` and its backward,
 //! `attention_backward`) and attention with head dims over 512. Each use is counted in
-//! [`crate::GpuBackend::host_fallbacks`].
+//! `Backend::handoffs` (`ExecContext::handoffs`).
 
 use std::sync::Arc;
 

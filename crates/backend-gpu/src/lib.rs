@@ -33,8 +33,8 @@
 //! weights with [`GpuBackend::upload_weight`] to convert them to F16), the training ops
 //! (`embedding_backward`, `one_hot`, `cross_entropy`, `cross_entropy_backward`,
 //! `attention_backward`) and attention with head dims over 512 read their inputs back,
-//! run the reference kernel and upload the result. [`GpuBackend::host_fallbacks`] counts
-//! them.
+//! run the reference kernel and upload the result. `Backend::handoffs`
+//! (`ExecContext::handoffs`) counts them.
 
 mod backend;
 mod block_on;

@@ -70,7 +70,7 @@ impl Backend for GpuBackend {
     }
 
     fn handoffs(&self) -> tempra_tensor::Handoffs {
-        self.host_fallbacks()
+        self.fallback_counts()
     }
 
     fn upload(&self, src: &[u8], out: &mut Tensor) -> Result<()> {

@@ -55,9 +55,10 @@ pub fn cpus(threads: &[usize]) -> Result<Vec<Target>> {
     Ok(out)
 }
 
-/// The wgpu backend on the adapter `GpuOptions::from_env` picks.
+/// The wgpu backend on the adapter `GpuOptions::from_env` picks (the label names the
+/// adapter).
 #[cfg(feature = "gpu")]
-pub fn gpu() -> Result<(Target, tempra_backend_gpu::GpuBackend)> {
+pub fn gpu() -> Result<Target> {
     use tempra_backend_gpu::{GpuBackend, GpuOptions};
     let gpu = GpuBackend::with_options(&GpuOptions::from_env()).map_err(|e| {
         ConformanceError::Backend {
@@ -65,9 +66,8 @@ pub fn gpu() -> Result<(Target, tempra_backend_gpu::GpuBackend)> {
             reason: e.to_string(),
         }
     })?;
-    let target = Target {
+    Ok(Target {
         label: format!("wgpu: {}", gpu.adapter().name),
         ctx: gpu.exec_context(),
-    };
-    Ok((target, gpu))
+    })
 }

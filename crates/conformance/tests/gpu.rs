@@ -8,7 +8,7 @@ use tempra_conformance::{backends, cases, run_suite};
 
 #[test]
 fn the_gpu_meets_every_budget() {
-    let (target, gpu) = match backends::gpu() {
+    let target = match backends::gpu() {
         Ok(t) => t,
         Err(e) if std::env::var("REQUIRE_GPU").is_ok_and(|v| v == "1") => {
             panic!("REQUIRE_GPU=1 but there is no GPU: {e}")
@@ -19,12 +19,11 @@ fn the_gpu_meets_every_budget() {
         }
     };
     let cases = cases::all().unwrap();
+    let lavapipe = target.label.contains("llvmpipe");
     let report = run_suite(&target.ctx, target.label, &cases).unwrap();
     println!("{report}");
     assert!(report.failures().is_empty(), "{report}");
-    // The counts a test reads from the backend itself and from the seam agree.
-    assert_eq!(gpu.host_fallbacks(), target.ctx.handoffs());
-    if gpu.adapter().name.contains("llvmpipe") {
+    if lavapipe {
         insta::assert_snapshot!("lavapipe_handoffs", report.handoff_listing());
     }
 }

@@ -117,7 +117,7 @@ fn greedy(model: &Arc<Model>, prompt: &[u32], n: usize) -> Vec<u32> {
 /// GPU lags behind the host).
 fn check_no_allocation_no_fallback(model: &Arc<Model>, what: &str) {
     let gpu = model.executor().gpu_backend().expect("a GPU model");
-    let fallbacks = gpu.host_fallbacks();
+    let fallbacks = tempra_tensor::Backend::handoffs(gpu);
     assert!(fallbacks.is_empty(), "{what}: host fallbacks {fallbacks:?}");
     let before = gpu.pool().stats();
     assert_eq!(before.outstanding, 0, "{what}: {before:?}");

@@ -136,7 +136,7 @@ fn linear_every_weight_dtype() -> anyhow::Result<()> {
         "linear wᵀ",
     )?;
     anyhow::ensure!(
-        !gpu.host_fallbacks().contains_key("linear"),
+        !g.handoffs().contains_key("linear"),
         "linear fell back to the host"
     );
     Ok(())

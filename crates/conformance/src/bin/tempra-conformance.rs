@@ -80,8 +80,7 @@ fn run(args: Vec<String>) -> Result<bool, String> {
 
 #[cfg(feature = "gpu")]
 fn gpu_target() -> Result<backends::Target, String> {
-    // The backend handle is dropped here; the context keeps the device alive.
-    backends::gpu().map(|(t, _)| t).map_err(|e| e.to_string())
+    backends::gpu().map_err(|e| e.to_string())
 }
 
 #[cfg(not(feature = "gpu"))]
