@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use tempra_tensor::Handoffs;
+use tempra_tensor::handoff::describe;
 
 use crate::budget::Precision;
 
@@ -84,12 +85,7 @@ impl Report {
     pub fn handoff_listing(&self) -> String {
         let mut out = String::new();
         for row in self.rows.iter().filter(|r| !r.handoffs.is_empty()) {
-            let ops: Vec<String> = row
-                .handoffs
-                .iter()
-                .map(|(op, n)| format!("{op}×{n}"))
-                .collect();
-            out.push_str(&format!("{}: {}\n", row.case, ops.join(", ")));
+            out.push_str(&format!("{}: {}\n", row.case, describe(&row.handoffs)));
         }
         out
     }
@@ -143,13 +139,6 @@ impl fmt::Display for Report {
         for ((family, precision), (e, b)) in self.worst() {
             writeln!(f, "  {family:<24} {precision:<16} {e:>11.2e} {b:>8.0e}")?;
         }
-        let handoffs = self.handoffs();
-        if handoffs.is_empty() {
-            writeln!(f, "  hand-offs: none")?;
-        } else {
-            let ops: Vec<String> = handoffs.iter().map(|(op, n)| format!("{op}×{n}")).collect();
-            writeln!(f, "  hand-offs: {}", ops.join(", "))?;
-        }
-        Ok(())
+        writeln!(f, "  hand-offs: {}", describe(&self.handoffs()))
     }
 }

@@ -53,6 +53,15 @@ pub fn handoffs_since(before: &Handoffs, after: &Handoffs) -> Handoffs {
         .collect()
 }
 
+/// `handoffs` as one line, `copy×2, quantize×1` (ops in name order), or `none`.
+pub fn describe(handoffs: &Handoffs) -> String {
+    if handoffs.is_empty() {
+        return "none".into();
+    }
+    let ops: Vec<String> = handoffs.iter().map(|(op, n)| format!("{op}×{n}")).collect();
+    ops.join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,5 +77,7 @@ mod tests {
         assert_eq!(after.get("copy"), Some(&2));
         let since = handoffs_since(&before, &after);
         assert_eq!(since, Handoffs::from([("copy", 1), ("quantize", 1)]));
+        assert_eq!(describe(&since), "copy×1, quantize×1");
+        assert_eq!(describe(&Handoffs::new()), "none");
     }
 }

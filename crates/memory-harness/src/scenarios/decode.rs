@@ -4,7 +4,7 @@
 //! set.
 
 use anyhow::Result;
-use tempra_tensor::handoff::handoffs_since;
+use tempra_tensor::handoff::{describe, handoffs_since};
 
 use crate::block_bound::BlockDims;
 use crate::check::{Check, Limit, Unit};
@@ -112,7 +112,6 @@ pub fn run(model: &ModelSource, threads: usize, out: &mut Vec<Check>) -> Result<
     let measured =
         format!("{MEASURED_TOKENS} tokens after {PROMPT_TOKENS} prompt + {WARMUP_TOKENS} warm-up");
 
-    let handed: Vec<String> = handoffs.iter().map(|(op, n)| format!("{op}×{n}")).collect();
     out.push(
         Check::new(
             name("handoffs"),
@@ -120,11 +119,10 @@ pub fn run(model: &ModelSource, threads: usize, out: &mut Vec<Check>) -> Result<
             Unit::Count,
             Limit::AtMost(0.0),
         )
-        .with_note(if handed.is_empty() {
-            "ops the CPU backend handed to the reference kernels over prefill, warm-up and measured tokens: none".to_string()
-        } else {
-            format!("handed to the reference kernels: {}", handed.join(", "))
-        }),
+        .with_note(format!(
+            "ops the CPU backend handed to the reference kernels over prefill, warm-up and measured tokens: {}",
+            describe(&handoffs)
+        )),
     );
     out.push(
         Check::new(
