@@ -24,6 +24,7 @@ pub struct CpuBackend {
     handoffs: Arc<HandoffCounter>,
     level: Level,
     workers: Arc<WorkerPool>,
+    fast_prefill: bool,
 }
 
 impl CpuBackend {
@@ -33,14 +34,14 @@ impl CpuBackend {
     /// `TEMPRA_CPU_THREADS`).
     pub fn new(pool: HostPool) -> Self {
         let level = Level::new(Isa::detect()).unwrap_or(Level::scalar());
-        Self::assemble(pool, level, WorkerPool::global())
+        Self::assemble(pool, level, WorkerPool::global(), false)
     }
 
     /// [`CpuBackend::new`] with its own worker pool of `threads` threads (the calling
     /// thread included; 1 runs everything on the caller).
     pub fn with_threads(pool: HostPool, threads: usize) -> Self {
         let level = Level::new(Isa::detect()).unwrap_or(Level::scalar());
-        Self::assemble(pool, level, Arc::new(WorkerPool::new(threads)))
+        Self::assemble(pool, level, Arc::new(WorkerPool::new(threads)), false)
     }
 
     /// A backend with an explicit ISA and thread count (see [`CpuConfig`]); an error when
@@ -56,17 +57,28 @@ impl CpuBackend {
             Some(n) => Arc::new(WorkerPool::new(n)),
             None => WorkerPool::global(),
         };
-        Ok(Self::assemble(pool, level, workers))
+        Ok(Self::assemble(pool, level, workers, config.fast_prefill))
     }
 
-    fn assemble(pool: HostPool, level: Level, workers: Arc<WorkerPool>) -> Self {
+    fn assemble(
+        pool: HostPool,
+        level: Level,
+        workers: Arc<WorkerPool>,
+        fast_prefill: bool,
+    ) -> Self {
         Self {
             reference: Arc::new(ReferenceBackend::new(pool.clone())),
             handoffs: Arc::new(HandoffCounter::new()),
             pool,
             level,
             workers,
+            fast_prefill,
         }
+    }
+
+    /// Whether prefill may take arithmetic faster than decode's ([`CpuConfig::fast_prefill`]).
+    pub fn fast_prefill(&self) -> bool {
+        self.fast_prefill
     }
 
     /// The pool outputs come from.
@@ -106,6 +118,7 @@ impl CpuBackend {
             level: self.level,
             workers: &self.workers,
             pool: &self.pool,
+            fast_prefill: self.fast_prefill,
         }
     }
 }

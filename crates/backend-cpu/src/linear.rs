@@ -2,7 +2,8 @@
 //!
 //! - Block-quantized weights, fewer than `Products::dequant_gemm_rows` rows (decode):
 //!   the integer dot products of [`crate::quantized`].
-//! - Block-quantized weights, more rows (prefill): the f32 GEMM with `B = wᵀ` dequantized
+//! - Block-quantized weights, more rows (prefill) with `CpuConfig::fast_prefill` only
+//!   (the default keeps the integer products at every row count, row-invariant): the f32 GEMM with `B = wᵀ` dequantized
 //!   block by block while it is packed (each dequantized value then serves `MC` rows);
 //!   except the row-interleaved Q4_0R8, Q4KR8 and Q5KR8, whose integer products run at every
 //!   row count (unpacking each weight block once per four activation rows beats

@@ -51,6 +51,9 @@ pub(crate) struct Exec<'a> {
     pub workers: &'a WorkerPool,
     /// The host pool (outputs and scratch leases).
     pub pool: &'a HostPool,
+    /// Whether prefill may take arithmetic faster than decode's
+    /// ([`crate::CpuConfig::fast_prefill`]).
+    pub fast_prefill: bool,
 }
 
 impl Exec<'_> {

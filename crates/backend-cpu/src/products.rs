@@ -8,8 +8,9 @@ use crate::gemm::{self, Gemm};
 use crate::isa::Isa;
 use crate::quantized::{self, QuantKernels};
 
-/// From this many rows on, quantized `linear` runs as dequantize-while-packing plus the
-/// f32 GEMM (measured faster on AVX2 without VNNI; see the crate README).
+/// With [`crate::CpuConfig::fast_prefill`], from this many rows on quantized `linear`
+/// runs as dequantize-while-packing plus the f32 GEMM (faster on AVX2 without VNNI, but
+/// not the integer arithmetic of fewer rows).
 const DEQUANT_GEMM_ROWS: usize = 32;
 
 /// The settings of one product call.
@@ -22,7 +23,8 @@ pub(crate) struct Products<'a> {
     /// Whether the AVX2 (+FMA, F16C) float kernels may run (the GEMV).
     pub(crate) avx2: bool,
     /// From this many input rows on, quantized weights are dequantized while packing
-    /// for the f32 GEMM instead of running the integer dot products.
+    /// for the f32 GEMM instead of running the integer dot products (`usize::MAX`, never,
+    /// unless the backend allows a fast prefill).
     pub(crate) dequant_gemm_rows: usize,
 }
 
@@ -51,7 +53,11 @@ impl CpuBackend {
             },
             quant,
             avx2,
-            dequant_gemm_rows: DEQUANT_GEMM_ROWS,
+            dequant_gemm_rows: if self.fast_prefill() {
+                DEQUANT_GEMM_ROWS
+            } else {
+                usize::MAX
+            },
         }
     }
 }

@@ -100,6 +100,7 @@ fn cpus() -> Vec<(Isa, ExecContext)> {
             let config = CpuConfig {
                 isa: Some(isa),
                 threads: Some(1),
+                ..CpuConfig::default()
             };
             let backend = CpuBackend::with_config(HostPool::host(), config).expect("available");
             (isa, ExecContext::new(Arc::new(backend)))

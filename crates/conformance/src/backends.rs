@@ -30,6 +30,7 @@ pub fn cpu(isa: Option<Isa>, threads: usize) -> Result<Target> {
     let config = CpuConfig {
         isa,
         threads: Some(threads),
+        ..CpuConfig::default()
     };
     let backend = CpuBackend::with_config(HostPool::host(), config).map_err(|e| {
         ConformanceError::Backend {

@@ -1,6 +1,10 @@
 //! The fused causal attention tile: a few query rows that share one KV head (the query
 //! heads of a GQA group, at one or several consecutive positions) against a contiguous
-//! range of keys, with an online softmax over blocks of keys. No score matrix is formed:
+//! range of keys, with an online softmax over blocks of keys (aligned to multiples of
+//! [`BLOCK`]). Row-invariant: a row's output is the same bits alone (decode) as in a tile
+//! of eight (prefill), whichever rows share the tile: the same score reduction
+//! ([`Simd::reduce_add`] and [`Simd::reduce_add_x8`] associate alike), the same blocks,
+//! masked keys adding exact zeros. No score matrix is formed:
 //! scores live in a `rows × BLOCK` scratch, the running output in a `rows × Dv`
 //! accumulator, both on the caller's stack.
 //!
@@ -144,7 +148,10 @@ fn attend<S: Simd, K: Lane, V: Lane>(
     acc.fill(0.0);
     let mut m = [f32::NEG_INFINITY; MAX_ROWS];
     let mut l = [0.0f32; MAX_ROWS];
-    let mut j0 = first;
+    // Blocks start at multiples of BLOCK, not at the tile's first key: a row's blocks (and
+    // so its online softmax) are then the same whichever rows share its tile; keys before
+    // the row's own range are masked.
+    let mut j0 = first - first % BLOCK;
     prefetch_block(k, kr, v, vr, j0..end.min(j0 + BLOCK));
     while j0 < end {
         let nb = BLOCK.min(end - j0);

@@ -6,9 +6,11 @@
 //! each key and value row is read (and converted) once per tile and used by every row of
 //! it. Without it a model without GQA (one head per KV head) attended one query row per
 //! pass over the keys: 1 multiply-add per load, a third of a 110M model's prefill time.
-//! Decode (one position) tiles up to `MAX_ROWS` rows for the narrow kernel; prefill up to
-//! `WIDE_ROWS`, and tiles wider than the narrow kernel's run blocked, both products
-//! through the GEMM micro-kernel (`kernels::attention_blocked`). Items are split between
+//! Every tile runs the narrow kernel, up to `MAX_ROWS` rows, which is row-invariant (a
+//! query's output does not depend on the tile it shares). With
+//! [`crate::CpuConfig::fast_prefill`], prefill tiles take up to `WIDE_ROWS` rows, and tiles
+//! wider than the narrow kernel's run blocked, both products through the GEMM micro-kernel
+//! (`kernels::attention_blocked`): faster, but not the narrow kernel's arithmetic. Items are split between
 //! threads; tiles shrink only when there are too few for the threads.
 //! K and V may be any strided views (a `narrow` of a cache) whose last dim is
 //! unit-stride; queries may have any strides.
@@ -81,7 +83,10 @@ pub(crate) fn attention(
         .find(|c| group % c == 0 && group / c <= WIDE_ROWS)
         .unwrap_or(group);
     let wide_rows = group / wide_sub;
-    let wide = tq > 1 && wide_rows * (WIDE_ROWS / wide_rows).min(tq) > MAX_ROWS;
+    // Blocked tiles compute another arithmetic than the narrow kernel: only with a fast
+    // prefill (`CpuConfig::fast_prefill`), which gives up row invariance.
+    let wide =
+        exec.fast_prefill && tq > 1 && wide_rows * (WIDE_ROWS / wide_rows).min(tq) > MAX_ROWS;
     let (n_sub, positions) = if wide {
         // Positions per tile: fill the tile, halving while fewer than two tiles per
         // thread remain, as long as the tile stays wider than a narrow one.

@@ -1,7 +1,8 @@
 //! Every quantized dot-product kernel against the reference `vec_dot` of
 //! `tempra_tensor::quant` (ggml's scalar algorithm) on the same quantized bytes: the
 //! integer sums are exact, so only the f32 summation order differs (budget 1e-5 of
-//! `Σ|w·a|`).
+//! `Σ|w·a|`); and each row's result is bit-identical whether the row is alone or in a
+//! tile of up to four (the row-invariance rule: prefill tiles and decode rows agree).
 
 use tempra_tensor::DType;
 use tempra_tensor::quant::{dequantize_row, quantize_row, vec_dot, vec_dot_dtype};
@@ -48,12 +49,29 @@ fn kernels_match_the_reference_vec_dot() {
                     })
                     .collect();
                 let dot = table.dot(dtype).unwrap();
+                let alone: Vec<f32> = rows
+                    .iter()
+                    .map(|a| {
+                        let mut out = [0f32];
+                        // SAFETY: `blocks` blocks behind both pointers; the table matches
+                        // the CPU.
+                        unsafe { dot(blocks, wq.as_ptr(), &[a.as_ptr()], &mut out) };
+                        out[0]
+                    })
+                    .collect();
                 for r in 1..=4 {
                     let ptrs: Vec<*const u8> = rows[..r].iter().map(|a| a.as_ptr()).collect();
                     let mut out = [0f32; 4];
                     // SAFETY: `blocks` blocks behind every pointer; the table matches the CPU.
                     unsafe { dot(blocks, wq.as_ptr(), &ptrs, &mut out[..r]) };
                     for (i, a) in rows[..r].iter().enumerate() {
+                        assert_eq!(
+                            out[i].to_bits(),
+                            alone[i].to_bits(),
+                            "{} {dtype} blocks={blocks}: row {i} of a {r}-row tile differs \
+                             from the row alone",
+                            table.name
+                        );
                         let want = vec_dot(dtype, &wq, a).unwrap();
                         let (mut wd, mut ad) = (vec![0f32; k], vec![0f32; k]);
                         dequantize_row(dtype, &wq, &mut wd).unwrap();
@@ -219,6 +237,15 @@ fn interleaved_products_match_the_reference_vec_dot() {
                         },
                     })
                     .collect();
+                let alone: Vec<[f32; 8]> = acts
+                    .iter()
+                    .map(|act| {
+                        let mut out = [[0f32; 8]];
+                        // SAFETY: as below, one activation row.
+                        unsafe { gemm(blocks, packed[1..].as_ptr(), &[*act], &mut out) };
+                        out[0]
+                    })
+                    .collect();
                 for count in 1..=4 {
                     let mut out = [[0f32; 8]; 4];
                     // SAFETY: one group of `blocks` records; `count` activation rows of
@@ -233,6 +260,13 @@ fn interleaved_products_match_the_reference_vec_dot() {
                         )
                     };
                     for (t, aq) in act_rows[..count].iter().enumerate() {
+                        assert_eq!(
+                            out[t].map(f32::to_bits),
+                            alone[t].map(f32::to_bits),
+                            "{} {dtype} blocks={blocks}: act {t} of a {count}-row tile \
+                             differs from the row alone",
+                            table.name
+                        );
                         for (r, q) in rows.iter().enumerate() {
                             let want = vec_dot(base, q, aq).unwrap();
                             let (mut wd, mut ad) = (vec![0f32; k], vec![0f32; k]);

@@ -35,6 +35,7 @@ pub fn cpus() -> Vec<Cpu> {
                 CpuConfig {
                     isa: Some(isa),
                     threads: Some(threads),
+                    ..CpuConfig::default()
                 },
             )
             .expect("available ISA");

@@ -20,6 +20,7 @@ pub fn cpu_contexts() -> Vec<(String, ExecContext)> {
             let config = CpuConfig {
                 isa: Some(isa),
                 threads: Some(threads),
+                ..CpuConfig::default()
             };
             let backend =
                 CpuBackend::with_config(HostPool::host(), config).expect("an available ISA");

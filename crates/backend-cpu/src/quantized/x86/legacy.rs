@@ -21,8 +21,9 @@ const PREFETCH_BYTES: usize = 4096;
 
 /// Runs `$body` over the blocks of a 32-value format with weight block size `$wb` and
 /// activation block size `$ab`; `$body` adds into `$acc` (`&mut [__m256; R]`), and the
-/// sums end up in `$sums`. With one row, blocks alternate between two accumulator sets:
-/// a single chain would wait out the FMA latency on every block.
+/// sums end up in `$sums`. Blocks alternate between two accumulator sets (a single chain
+/// would wait out the FMA latency on every block), at every row count, so a row's sum is
+/// the same bits alone (decode) as in a tile of four (prefill).
 macro_rules! block_loop {
     (@one $w:expr, $wb:expr, $ab:expr, $blk:expr, $a:ident, $wp:ident, $acc:ident = $set:expr; $body:block) => {{
         let $acc = &mut $set;
@@ -42,8 +43,8 @@ macro_rules! block_loop {
         let mut $a: [*const u8; R] = unsafe { rows::<R>($acts) };
         let mut pair = [[_mm256_setzero_ps(); R]; 2];
         let mut blk = 0;
-        // With one row, pairs of blocks feed the two sets (R is a constant here).
-        while R == 1 && blk + 1 < $nb {
+        // Pairs of blocks feed the two sets.
+        while blk + 1 < $nb {
             block_loop!(@one $w, $wb, $ab, blk, $a, $wp, $acc = pair[0]; $body);
             block_loop!(@one $w, $wb, $ab, blk + 1, $a, $wp, $acc = pair[1]; $body);
             blk += 2;
