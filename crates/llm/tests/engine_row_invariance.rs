@@ -262,8 +262,11 @@ fn cache_reuse(model: &Arc<Model>, inputs: &Inputs) -> Vec<f32> {
     logits
 }
 
+/// One way of reaching every position: the logits it gives, position after position.
+type Way = fn(&Arc<Model>, &Inputs) -> Vec<f32>;
+
 /// The ways compared with the one-shot prefill.
-const WAYS: [(&str, fn(&Arc<Model>, &Inputs) -> Vec<f32>); 4] = [
+const WAYS: [(&str, Way); 4] = [
     ("chunked prefill", chunked_prefill),
     ("decode", decode),
     ("batched decode", batched_decode),
