@@ -92,15 +92,20 @@ fn the_table_matches_the_dtypes() {
     }
 }
 
-/// A CPU context per ISA this CPU runs, one thread each.
+/// A CPU context per ISA this CPU runs, one thread each (row-invariant by default).
 fn cpus() -> Vec<(Isa, ExecContext)> {
+    cpus_with(false)
+}
+
+/// [`cpus`] with `CpuConfig::fast_prefill` as given.
+fn cpus_with(fast_prefill: bool) -> Vec<(Isa, ExecContext)> {
     Isa::available()
         .into_iter()
         .map(|isa| {
             let config = CpuConfig {
                 isa: Some(isa),
                 threads: Some(1),
-                ..CpuConfig::default()
+                fast_prefill,
             };
             let backend = CpuBackend::with_config(HostPool::host(), config).expect("available");
             (isa, ExecContext::new(Arc::new(backend)))
@@ -158,7 +163,22 @@ fn runs_integer(ctx: &ExecContext, format: DType, rows: usize, prepare: bool) ->
 
 #[test]
 fn linear_takes_the_tables_paths() -> Result<()> {
+    // Row-invariant (the default): integer products at every row count, both layouts.
     for (isa, ctx) in cpus() {
+        for row in format_table() {
+            let f = row.format;
+            for prepared in [false, true] {
+                for rows in [1, 40] {
+                    assert!(
+                        runs_integer(&ctx, f, rows, prepared)?,
+                        "{isa} {f}: {rows} rows, prepared={prepared}"
+                    );
+                }
+            }
+        }
+    }
+    // With a fast prefill, the table's last column.
+    for (isa, ctx) in cpus_with(true) {
         for row in format_table() {
             let f = row.format;
             // Decode and short batches: integer products with quantized activations.
