@@ -8,7 +8,8 @@
 //! one stream for decode (one sequential run instead of eight row streams: every format
 //! reads its weights from memory faster so) and, for Q4_0R8, Q4KR8 and Q5KR8, unpack
 //! once per four activation rows for prefill (int8 at every row count, ahead of the
-//! dequantizing GEMM; Q8_0R8 and Q6KR8 prefill is dequantized while packing).
+//! dequantizing GEMM; with a fast prefill, Q8_0R8 and Q6KR8 prefill is dequantized
+//! while packing).
 //! Other formats are kept. The copy is split over the worker pool by whole groups of
 //! eight rows, at least 1 MiB per task (the first touch of the fresh pages, which the
 //! kernel zeroes, is spread with it).

@@ -14,25 +14,12 @@
 
 mod products;
 
-use products::{cpu_contexts, float_tensor, nmse, normal, quantized_tensor};
+use products::{QUANT_FORMATS, cpu_contexts, float_tensor, nmse, normal, quantized_tensor};
 use tempra_tensor::quant::interleave_rows;
 use tempra_tensor::{DType, ExecContext, Tensor};
 
 const FLOAT_BUDGET: f64 = 1e-9;
 const QUANT_BUDGET: f64 = 5e-4;
-
-const QUANT_FORMATS: [DType; 10] = [
-    DType::Q4_0,
-    DType::Q4_1,
-    DType::Q5_0,
-    DType::Q5_1,
-    DType::Q8_0,
-    DType::Q2K,
-    DType::Q3K,
-    DType::Q4K,
-    DType::Q5K,
-    DType::Q6K,
-];
 
 fn check(label: &str, x: &Tensor, w: &Tensor, bias: Option<&Tensor>, budget: f64) {
     let want = ExecContext::reference().linear(x, w, bias).unwrap();

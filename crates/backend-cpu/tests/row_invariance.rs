@@ -9,22 +9,8 @@
 
 mod products;
 
-use products::{cpu_contexts, float_tensor, normal, quantized_tensor};
+use products::{QUANT_FORMATS, cpu_contexts, float_tensor, normal, quantized_tensor};
 use tempra_tensor::{AttentionParams, DType, ExecContext, Tensor};
-
-/// The block-quantized weight formats.
-const FORMATS: [DType; 10] = [
-    DType::Q4_0,
-    DType::Q4_1,
-    DType::Q5_0,
-    DType::Q5_1,
-    DType::Q8_0,
-    DType::Q2K,
-    DType::Q3K,
-    DType::Q4K,
-    DType::Q5K,
-    DType::Q6K,
-];
 
 /// Input rows per call: past the quantized tile of four and the 6- and 16-row GEMM tiles.
 const ROWS: usize = 37;
@@ -74,7 +60,7 @@ fn linear_rows_are_the_same_bits_alone_in_chunks_and_in_one_call() {
     let x_values = normal(ROWS * k, 9);
     let x = Tensor::owned_from_slice(&x_values, &[ROWS, k]).unwrap();
     let mut failures = Vec::new();
-    for dtype in FORMATS {
+    for dtype in QUANT_FORMATS {
         for prepared in [false, true] {
             let mut across_threads: Option<(String, Vec<u32>)> = None;
             for (name, ctx) in cpu_contexts() {
@@ -202,4 +188,30 @@ fn attention_queries_are_the_same_bits_alone_in_chunks_and_in_one_call() {
         "queries that differ:\n{}",
         failures.join("\n")
     );
+}
+
+#[test]
+fn the_fast_prefill_is_what_the_rule_rules_out() {
+    // The check above can see a difference: with `fast_prefill`, 37 rows of Q8_0 run the
+    // dequantized GEMM and differ from each row alone (the integer products).
+    use std::sync::Arc;
+    use tempra_backend_cpu::{CpuBackend, CpuConfig};
+    use tempra_tensor::tempra_pool::HostPool;
+
+    let config = CpuConfig {
+        threads: Some(1),
+        fast_prefill: true,
+        ..CpuConfig::default()
+    };
+    let ctx = ExecContext::new(Arc::new(
+        CpuBackend::with_config(HostPool::host(), config).unwrap(),
+    ));
+    let (n, k) = (64, 256);
+    let x = Tensor::owned_from_slice(&normal(ROWS * k, 3), &[ROWS, k]).unwrap();
+    let w = weight(&ctx, DType::Q8_0, n, k, false);
+    let whole = bits(&ctx.linear(&x, &w, None).unwrap());
+    let alone: Vec<u32> = (0..ROWS)
+        .flat_map(|r| bits(&ctx.linear(&x.narrow(0, r, 1).unwrap(), &w, None).unwrap()))
+        .collect();
+    assert_ne!(whole, alone, "the fast prefill ran the row-invariant path");
 }

@@ -6,7 +6,8 @@
 //!   weight rows, so the weights are read exactly once, in order.
 //! - Row-interleaved weights ([`tempra_tensor::DType::Q4_0R8`], `Q8_0R8`, `Q4KR8`,
 //!   `Q5KR8`, `Q6KR8`, made at load by [`crate::prepare`]), at every row count this
-//!   module is given (Q8_0R8 and Q6KR8 only below `Products::dequant_gemm_rows`): tasks split
+//!   module is given (with a fast prefill, Q8_0R8 and Q6KR8 only below
+//!   `Products::dequant_gemm_rows`): tasks split
 //!   the groups of eight rows; each group is one sequential stream that one kernel call
 //!   turns into eight outputs for each of up to four input rows.
 //! - Many rows (prefill, GEMM): every row is quantized once; tasks split the weight rows;

@@ -33,6 +33,20 @@ pub fn cpu_contexts() -> Vec<(String, ExecContext)> {
     contexts
 }
 
+/// The block-quantized weight formats `linear` takes.
+pub const QUANT_FORMATS: [DType; 10] = [
+    DType::Q4_0,
+    DType::Q4_1,
+    DType::Q5_0,
+    DType::Q5_1,
+    DType::Q8_0,
+    DType::Q2K,
+    DType::Q3K,
+    DType::Q4K,
+    DType::Q5K,
+    DType::Q6K,
+];
+
 /// `n` standard-normal values from `seed`.
 pub fn normal(n: usize, seed: u64) -> Vec<f32> {
     let mut rng = SplitMix64::new(seed);
