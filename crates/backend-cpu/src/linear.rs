@@ -9,19 +9,27 @@
 //!   row count (unpacking each weight block once per four activation rows beats
 //!   dequantizing it for the f32 GEMM); Q8_0R8 and Q6KR8 are dequantized too, each block
 //!   gathered from its group's record.
-//! - Float weights (F32/F16/BF16) with one input row: the GEMV in [`crate::gemm::gemv`].
-//! - Float weights with several rows: the f32 GEMM with `B = wᵀ`, a transposed view of
-//!   the weight that the packing reads row by row.
+//! - Float weights (F32/F16/BF16) contiguous along `K`: the dot products of
+//!   [`crate::gemm::dot_rows`] at every row count (one arithmetic for decode and
+//!   prefill); with `CpuConfig::fast_prefill`, from two rows on, the f32 GEMM with
+//!   `B = wᵀ`, a transposed view of the weight that the packing reads row by row.
+//! - Float weights with another column stride: the f32 GEMM at every row count.
 
 use tempra_tensor::{Result, Tensor, TensorError};
 
-use crate::gemm::{Gemm, MatRef, OutPtr, Values, gemv};
+use crate::gemm::dot_rows::{self, InputRows, WeightRows};
+use crate::gemm::{Gemm, MatRef, OutPtr, Values};
 use crate::matmul::{batch_offset, float_values};
+use crate::parallel::TaskErrors;
 use crate::products::Products;
 use crate::quantized;
+use crate::task_scratch::{self, TaskScratch};
 
-/// Minimum weight bytes per GEMV task.
-const MIN_GEMV_TASK_BYTES: usize = 64 * 1024;
+/// Minimum weight bytes per dot-form task.
+const MIN_DOT_TASK_BYTES: usize = 64 * 1024;
+
+/// Minimum multiply-adds per dot-form task (prefill splits finer than decode).
+const MIN_DOT_TASK_MACS: usize = 1 << 18;
 
 /// Linear with F32 `x` and a float or block-quantized weight `w [N, K]`.
 pub(crate) fn linear(
@@ -32,7 +40,7 @@ pub(crate) fn linear(
     out: &mut Tensor,
 ) -> Result<()> {
     const OP: &str = "linear";
-    let (g, avx2) = (&products.gemm, products.avx2);
+    let g = &products.gemm;
     let (n, k) = (w.dims()[0], w.dims()[1]);
     let (ws0, ws1) = (w.layout().strides()[0], w.layout().strides()[1]);
     let wv = if w.dtype().is_quantized() {
@@ -69,11 +77,52 @@ pub(crate) fn linear(
     } else {
         float_values(OP, w)?
     };
-    let rank = x.rank();
     let rows = x
         .elem_count()
         .checked_div(k)
         .unwrap_or_else(|| out.elem_count() / n.max(1));
+    if ws1 == 1 && k > 0 && rows < products.float_gemm_rows {
+        return dot_form(
+            products,
+            x,
+            wv,
+            w.layout().offset(),
+            ws0,
+            n,
+            k,
+            rows,
+            bias,
+            out,
+        );
+    }
+    let b = MatRef {
+        values: wv,
+        offset: w.layout().offset(),
+        rs: ws1,
+        cs: ws0,
+    };
+    gemm_rows(g, x, b, n, k, bias, out)
+}
+
+/// Float weights with unit column stride at any row count: the dot products of
+/// [`crate::gemm::dot_rows`], one arithmetic per output whatever the row count. Tasks
+/// split the weight rows (each streamed once per block of input rows, in order), at least
+/// [`MIN_DOT_TASK_BYTES`] of weights and [`MIN_DOT_TASK_MACS`] multiply-adds per task.
+#[allow(clippy::too_many_arguments)]
+fn dot_form(
+    products: &Products<'_>,
+    x: &Tensor,
+    wv: Values<'_>,
+    w_offset: usize,
+    w_row_stride: usize,
+    n: usize,
+    k: usize,
+    rows: usize,
+    bias: Option<&Tensor>,
+    out: &mut Tensor,
+) -> Result<()> {
+    const OP: &str = "linear";
+    let g = &products.gemm;
     let xs = match float_values(OP, x)? {
         Values::F32(v) => v,
         _ => {
@@ -89,47 +138,85 @@ pub(crate) fn linear(
     if c.is_empty() {
         return Ok(());
     }
-    let x_step = x.layout().strides()[rank - 1];
-    if rows == 1 && ws1 == 1 && k > 0 {
+    // The input rows one after the other: a contiguous input as it is, any other view
+    // gathered once into a pool lease.
+    let mut gathered;
+    let xrows: &[f32] = if x.layout().is_contiguous() {
         let start = x.layout().offset();
-        let mut lease;
-        let xrow: &[f32] = if x_step == 1 {
-            &xs[start..start + k]
-        } else {
-            lease = g
-                .pool
-                .acquire(k * size_of::<f32>())
-                .map_err(|source| TensorError::Pool { op: OP, source })?;
-            let buf = &mut lease.as_mut_slice::<f32>()[..k];
-            for (e, v) in buf.iter_mut().enumerate() {
-                *v = xs[start + e * x_step];
-            }
-            buf
-        };
-        let w_offset = w.layout().offset();
-        let row_bytes = k * w.dtype().block_bytes();
-        let min_rows = MIN_GEMV_TASK_BYTES.div_ceil(row_bytes).max(1);
-        let out_ptr = OutPtr::new(c, n);
-        let task = |range: std::ops::Range<usize>| {
-            // SAFETY: each task writes only `out[range]`; ranges are disjoint and the call
-            // returns after all tasks.
-            let out = unsafe { out_ptr.row_segment(0, range.clone()) };
-            gemv::gemv_rows(avx2, xrow, wv, w_offset, ws0, range, out);
-        };
-        if g.par.threads() > 1 && n >= 2 * min_rows {
-            g.par.parallel_for(n, min_rows, &task);
-        } else {
-            task(0..n);
-        }
-        return quantized::add_bias(bias, c, n);
-    }
-    let b = MatRef {
-        values: wv,
-        offset: w.layout().offset(),
-        rs: ws1,
-        cs: ws0,
+        &xs[start..start + rows * k]
+    } else {
+        gathered = g
+            .pool
+            .acquire(rows * k * size_of::<f32>())
+            .map_err(|source| TensorError::Pool { op: OP, source })?;
+        let buf = &mut gathered.as_mut_slice::<f32>()[..rows * k];
+        gather_rows(x, xs, k, buf);
+        buf
     };
-    gemm_rows(g, x, b, n, k, bias, out)
+    let input = InputRows { x: xrows, k };
+    let weights = WeightRows {
+        values: wv,
+        offset: w_offset,
+        row_stride: w_row_stride,
+    };
+    let row_bytes = k * size_of_value(wv);
+    let min_cols = MIN_DOT_TASK_BYTES
+        .div_ceil(row_bytes)
+        .max(MIN_DOT_TASK_MACS.div_ceil(rows * k))
+        .max(1);
+    let floats = dot_rows::scratch_floats(rows, k);
+    let slots = task_scratch::max_tasks(g.par.threads(), n, min_cols);
+    let scratch = TaskScratch::new(g.pool, OP, slots, floats.max(1))?;
+    let out_ptr = OutPtr::new(c, n);
+    let level = products.level;
+    let errors = TaskErrors::default();
+    let task = |cols: std::ops::Range<usize>| {
+        errors.record(scratch.with(|buf| {
+            // SAFETY: each task writes only the columns `cols` of the `rows × n` output;
+            // ranges are disjoint and the call returns after all tasks; `input` holds
+            // `rows` rows.
+            unsafe { dot_rows::linear_rows(level, input, rows, weights, cols, buf, out_ptr) };
+            Ok(())
+        }));
+    };
+    if g.par.threads() > 1 && n >= 2 * min_cols {
+        g.par.parallel_for(n, min_cols, &task);
+    } else {
+        task(0..n);
+    }
+    errors.finish()?;
+    quantized::add_bias(bias, c, n)
+}
+
+/// Bytes per weight value.
+fn size_of_value(v: Values<'_>) -> usize {
+    match v {
+        Values::F32(_) => 4,
+        Values::F16(_) | Values::BF16(_) => 2,
+        Values::Blocks { .. } => 1,
+    }
+}
+
+/// Copies the rows of the view `x` (last dim `k`, any strides) one after the other into
+/// `dst`.
+fn gather_rows(x: &Tensor, xs: &[f32], k: usize, dst: &mut [f32]) {
+    let rank = x.rank();
+    let l = x.layout();
+    let (m, batch_dims) = if rank >= 2 {
+        (x.dims()[rank - 2], &x.dims()[..rank - 2])
+    } else {
+        (1, &x.dims()[..0])
+    };
+    let rs = if rank >= 2 { l.strides()[rank - 2] } else { 0 };
+    let step = l.strides()[rank - 1];
+    for (r, row) in dst.chunks_exact_mut(k).enumerate() {
+        let (bi, i) = (r / m.max(1), r % m.max(1));
+        let start =
+            l.offset() + batch_offset(bi, batch_dims, &l.strides()[..batch_dims.len()]) + i * rs;
+        for (e, v) in row.iter_mut().enumerate() {
+            *v = xs[start + e * step];
+        }
+    }
 }
 
 /// `out = x · B (+ bias)` through the f32 GEMM: A = the rows of `x` (batched over all but

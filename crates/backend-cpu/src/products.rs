@@ -5,13 +5,17 @@ use tempra_tensor::DType;
 
 use crate::backend::CpuBackend;
 use crate::gemm::{self, Gemm};
-use crate::isa::Isa;
+use crate::isa::{Isa, Level};
 use crate::quantized::{self, QuantKernels};
 
 /// With [`crate::CpuConfig::fast_prefill`], from this many rows on quantized `linear`
 /// runs as dequantize-while-packing plus the f32 GEMM (faster on AVX2 without VNNI, but
 /// not the integer arithmetic of fewer rows).
 const DEQUANT_GEMM_ROWS: usize = 32;
+
+/// With [`crate::CpuConfig::fast_prefill`], from this many rows on float `linear` runs
+/// the blocked f32 GEMM (its sums run in another order than decode's dot products).
+const FLOAT_GEMM_ROWS: usize = 2;
 
 /// The settings of one product call.
 #[derive(Clone, Copy)]
@@ -26,6 +30,12 @@ pub(crate) struct Products<'a> {
     /// for the f32 GEMM instead of running the integer dot products (`usize::MAX`, never,
     /// unless the backend allows a fast prefill).
     pub(crate) dequant_gemm_rows: usize,
+    /// From this many input rows on, float weights run the blocked f32 GEMM instead of
+    /// the dot form of decode (`usize::MAX`, never, unless the backend allows a fast
+    /// prefill).
+    pub(crate) float_gemm_rows: usize,
+    /// The backend's ISA level (the float dot products dispatch on it).
+    pub(crate) level: Level,
 }
 
 impl CpuBackend {
@@ -58,6 +68,12 @@ impl CpuBackend {
             } else {
                 usize::MAX
             },
+            float_gemm_rows: if self.fast_prefill() {
+                FLOAT_GEMM_ROWS
+            } else {
+                usize::MAX
+            },
+            level: if avx2 { self.level() } else { Level::scalar() },
         }
     }
 }

@@ -1,9 +1,8 @@
 //! The row-invariance rule of the CPU kernels: a row's result never depends on how many
 //! other rows share its call, which they are, where the call was split into chunks, or
-//! how many threads ran it. Checked bit for bit on `linear` over every block-quantized
-//! weight format (as stored and in the layout `prepare_weight` makes at load; float
-//! weights are not row-invariant yet: one row runs the GEMV, whose summation order is not
-//! the GEMM's) and on causal attention
+//! how many threads ran it. Checked bit for bit on `linear` over every weight format
+//! (F32, F16, BF16 and every block-quantized one, as stored and in the layout
+//! `prepare_weight` makes at load) and on causal attention
 //! (GQA, sliding window, soft-cap, an f16 cache), on every ISA this CPU runs, at 1 and
 //! 3 threads, with matrices large enough that the worker pool splits them.
 
@@ -45,7 +44,11 @@ fn first_difference(got: &[u32], want: &[u32], width: usize) -> String {
 /// backend has a layout for it).
 fn weight(ctx: &ExecContext, dtype: DType, n: usize, k: usize, prepared: bool) -> Tensor {
     let values: Vec<f32> = normal(n * k, 5).iter().map(|v| v * 0.2 + 0.01).collect();
-    let w = quantized_tensor(ctx, &values, n, k, dtype);
+    let w = if dtype.is_quantized() {
+        quantized_tensor(ctx, &values, n, k, dtype)
+    } else {
+        float_tensor(&values, &[n, k], dtype)
+    };
     if prepared {
         ctx.prepare_weight(&w).unwrap().unwrap_or(w)
     } else {
@@ -53,18 +56,39 @@ fn weight(ctx: &ExecContext, dtype: DType, n: usize, k: usize, prepared: bool) -
     }
 }
 
+/// The float weight formats.
+const FLOAT_FORMATS: [DType; 3] = [DType::F32, DType::F16, DType::BF16];
+
 #[test]
 fn linear_rows_are_the_same_bits_alone_in_chunks_and_in_one_call() {
     // 512 × 512: above 64 KiB of weights per task in every format, so 3 threads split it.
-    let (n, k) = (512, 512);
+    let mut failures = Vec::new();
+    let formats = FLOAT_FORMATS.into_iter().chain(QUANT_FORMATS);
+    for dtype in formats {
+        check_linear(dtype, 512, 512, &mut failures);
+    }
+    // Float weights at a depth with a tail past the last whole vector and a width that is
+    // no multiple of any tile (still above 64 KiB per task for 3 threads).
+    for dtype in FLOAT_FORMATS {
+        check_linear(dtype, 389, 523, &mut failures);
+    }
+    assert!(
+        failures.is_empty(),
+        "rows that differ:\n{}",
+        failures.join("\n")
+    );
+}
+
+/// Runs [`ROWS`] rows through `linear` over a `[n, k]` weight of `dtype` alone, in
+/// chunks and in one call, on every CPU context, pushing each difference to `failures`.
+fn check_linear(dtype: DType, n: usize, k: usize, failures: &mut Vec<String>) {
     let x_values = normal(ROWS * k, 9);
     let x = Tensor::owned_from_slice(&x_values, &[ROWS, k]).unwrap();
-    let mut failures = Vec::new();
-    for dtype in QUANT_FORMATS {
+    {
         for prepared in [false, true] {
             let mut across_threads: Option<(String, Vec<u32>)> = None;
             for (name, ctx) in cpu_contexts() {
-                let label = format!("{dtype} prepared={prepared} {name}");
+                let label = format!("{dtype} [{n}, {k}] prepared={prepared} {name}");
                 let w = weight(&ctx, dtype, n, k, prepared);
                 let whole = bits(&ctx.linear(&x, &w, None).unwrap());
                 let mut alone = Vec::with_capacity(ROWS * n);
@@ -99,11 +123,6 @@ fn linear_rows_are_the_same_bits_alone_in_chunks_and_in_one_call() {
             }
         }
     }
-    assert!(
-        failures.is_empty(),
-        "rows that differ:\n{}",
-        failures.join("\n")
-    );
 }
 
 /// One attention layout: `hq` query heads over `hkv` KV heads of dim `d`.
@@ -193,7 +212,8 @@ fn attention_queries_are_the_same_bits_alone_in_chunks_and_in_one_call() {
 #[test]
 fn the_fast_prefill_is_what_the_rule_rules_out() {
     // The check above can see a difference: with `fast_prefill`, 37 rows of Q8_0 run the
-    // dequantized GEMM and differ from each row alone (the integer products).
+    // dequantized GEMM and differ from each row alone (the integer products), and 37 rows
+    // of F16 run the blocked GEMM, whose sums differ from the dot products.
     use std::sync::Arc;
     use tempra_backend_cpu::{CpuBackend, CpuConfig};
     use tempra_tensor::tempra_pool::HostPool;
@@ -208,10 +228,15 @@ fn the_fast_prefill_is_what_the_rule_rules_out() {
     ));
     let (n, k) = (64, 256);
     let x = Tensor::owned_from_slice(&normal(ROWS * k, 3), &[ROWS, k]).unwrap();
-    let w = weight(&ctx, DType::Q8_0, n, k, false);
-    let whole = bits(&ctx.linear(&x, &w, None).unwrap());
-    let alone: Vec<u32> = (0..ROWS)
-        .flat_map(|r| bits(&ctx.linear(&x.narrow(0, r, 1).unwrap(), &w, None).unwrap()))
-        .collect();
-    assert_ne!(whole, alone, "the fast prefill ran the row-invariant path");
+    for dtype in [DType::Q8_0, DType::F16] {
+        let w = weight(&ctx, dtype, n, k, false);
+        let whole = bits(&ctx.linear(&x, &w, None).unwrap());
+        let alone: Vec<u32> = (0..ROWS)
+            .flat_map(|r| bits(&ctx.linear(&x.narrow(0, r, 1).unwrap(), &w, None).unwrap()))
+            .collect();
+        assert_ne!(
+            whole, alone,
+            "{dtype}: the fast prefill ran the row-invariant path"
+        );
+    }
 }

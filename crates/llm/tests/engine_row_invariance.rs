@@ -1,11 +1,9 @@
 //! Issue #28, "same request, same tokens": the logits of a token at a position are
 //! bit-identical however the engine got there.
 //!
-//! For every block-quantized file type the random model builder writes (Q8_0, Q4_0, Q4_1,
-//! Q5_0, Q5_1 and the Q2_K, Q3_K_M, Q4_K_M, Q5_K_M, Q6_K mixes; the float types F32, F16
-//! and BF16 are not row-invariant yet, their one-row GEMV summing in another order than
-//! the GEMM)
-//! and 1, 2 and 3 worker threads, the logits of every position of a random prompt are
+//! For every file type the random model builder writes (F32, F16, BF16, Q8_0, Q4_0,
+//! Q4_1, Q5_0, Q5_1 and the Q2_K, Q3_K_M, Q4_K_M, Q5_K_M, Q6_K mixes) and 1, 2 and 3
+//! worker threads, the logits of every position of a random prompt are
 //! computed five ways:
 //!
 //! - **one-shot prefill**: `Session::logits_all` over the whole prompt, one forward
@@ -21,10 +19,10 @@
 //! reference at 2 and 3 threads must be the reference at 1 thread. Every mismatch, per
 //! (format, threads, way), is collected and reported together at the end.
 //!
-//! The model is sized so that the CPU worker pool really splits the work: the GEMV and
-//! quantized products split a matrix only when it holds at least two tasks of 64 KiB of
-//! weight bytes. With dim 512 and ffn 1536 every feed-forward matrix does in every
-//! format, as do the attention matrices in all but the smallest formats and the
+//! The model is sized so that the CPU worker pool really splits the work: the float dot
+//! products and quantized products split a matrix only when it holds at least two tasks
+//! of 64 KiB of weight bytes. With dim 512 and ffn 1536 every feed-forward matrix does in
+//! every format, as do the attention matrices in all but the smallest formats and the
 //! 2048-row output head in all of them; GQA (8 query heads over 2 KV heads) runs the
 //! grouped attention.
 
@@ -326,17 +324,10 @@ fn check_format(qtype: QuantType, seed: u64) -> Vec<Mismatch> {
     mismatches
 }
 
-/// File types whose float weights take the GEMV for one row and the GEMM for several (two
-/// summation orders): not row-invariant yet.
-const FLOAT_TYPES: [QuantType; 3] = [QuantType::F32, QuantType::F16, QuantType::BF16];
-
 #[test]
 fn logits_are_bit_identical_however_a_position_is_reached() {
     let mut mismatches = Vec::new();
     for (i, qtype) in QuantType::ALL.into_iter().enumerate() {
-        if FLOAT_TYPES.contains(&qtype) {
-            continue;
-        }
         mismatches.extend(check_format(qtype, 28 + i as u64));
     }
     assert!(

@@ -24,7 +24,7 @@
 mod dequant;
 #[cfg(target_arch = "x86_64")]
 mod dequant_avx2;
-pub(crate) mod gemv;
+pub(crate) mod dot_rows;
 mod kernel_avx2;
 #[cfg(target_arch = "x86_64")]
 mod kernel_avx512;

@@ -6,4 +6,5 @@ mod bad_requests;
 mod endpoints;
 mod fixtures;
 mod http_client;
+mod same_tokens;
 mod slots;
