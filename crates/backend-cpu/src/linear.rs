@@ -164,7 +164,7 @@ fn dot_form(
         .div_ceil(row_bytes)
         .max(MIN_DOT_TASK_MACS.div_ceil(rows * k))
         .max(1);
-    let floats = dot_rows::scratch_floats(rows, k);
+    let floats = dot_rows::scratch_floats(rows);
     let slots = task_scratch::max_tasks(g.par.threads(), n, min_cols);
     let scratch = TaskScratch::new(g.pool, OP, slots, floats.max(1))?;
     let out_ptr = OutPtr::new(c, n);

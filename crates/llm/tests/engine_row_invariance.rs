@@ -341,3 +341,45 @@ fn logits_are_bit_identical_however_a_position_is_reached() {
             .join("\n")
     );
 }
+
+/// `LoadOptions::fast_prefill` reaches the backend: with it, an F16 model's one-shot
+/// prefill runs the blocked GEMM and its logits differ from decoding the same tokens one
+/// at a time (the identity the default keeps).
+#[test]
+fn the_fast_prefill_option_gives_up_the_identity() {
+    let shape = ModelShape::parse(SHAPE).expect("shape");
+    let spec = RandomModelSpec::llama(shape)
+        .with_qtype(QuantType::F16)
+        .with_seed(7);
+    let bytes = Arc::new(write_random_model(&spec, Vec::new()).expect("random model"));
+    let inputs = Inputs::new(&mut Lcg(7), shape.vocab);
+    let load = |fast_prefill: bool| {
+        let file = ModelFile::from_gguf_bytes(bytes.clone(), &Limits::default()).expect("file");
+        let options = LoadOptions {
+            threads: Some(2),
+            fast_prefill,
+            ..LoadOptions::default()
+        };
+        Model::from_file(file, &options).expect("load")
+    };
+    let one_shot = |model: &Arc<Model>| {
+        values(
+            &model
+                .session()
+                .expect("session")
+                .logits_all(&inputs.prompt)
+                .expect("prefill"),
+        )
+    };
+    let vocab = shape.vocab;
+    let fast = load(true);
+    assert!(
+        difference(&one_shot(&fast), &decode(&fast, &inputs), vocab).is_some(),
+        "with fast_prefill the one-shot prefill matched decode bit for bit"
+    );
+    let default = load(false);
+    if let Some(difference) = difference(&one_shot(&default), &decode(&default, &inputs), vocab) {
+        let case = "F16 by default, decode against one-shot prefill".to_string();
+        panic!("{}", Mismatch { case, difference });
+    }
+}

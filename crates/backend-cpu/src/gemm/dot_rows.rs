@@ -11,12 +11,15 @@
 //! over threads, so a token's row is bit-identical decoded alone, in a prompt of 512,
 //! or beside other sessions (the row-invariance rule of `tests/row_invariance.rs`).
 //!
-//! The register tile is up to [`R_MAX`] input rows × [`C_MAX`] weight rows: one
-//! input row (decode) streams four weight rows at a time from memory, converting
-//! halves on the fly and prefetching each row a page ahead; several input rows
-//! (prefill) take up to 4 × 3 tiles over weight rows converted to f32 once per block of
-//! input rows (exact, so the arithmetic is the same), with a block of input rows
-//! sized to stay in L2 while the weight rows stream through L1.
+//! The register tile is up to [`R_MAX`] input rows × [`C_MAX`] weight rows. One input
+//! row (decode) streams four weight rows at a time from memory over the whole depth,
+//! converting halves on the fly and prefetching each row a page ahead. Four input rows
+//! or more (prefill) go in depth blocks of [`DEPTH_BLOCK`] values: a group of
+//! [`GROUP_ROWS`] weight rows is converted to f32 one depth block at a time (exact, so
+//! the arithmetic is the same) and stays in L1 while every 4 × 3 tile (4 × 4 on
+//! AVX-512) of a block of input rows passes over it; the tiles' accumulators wait in
+//! scratch between depth blocks, so each output still sums its lanes over the whole
+//! depth in order, exactly as a decoded row does.
 
 use std::ops::Range;
 
@@ -47,16 +50,43 @@ fn c_prefill(level: Level) -> usize {
     }
 }
 
-/// Bytes of input rows one block holds (they stay in L2 while every weight row of the
-/// task streams past them).
-const X_BLOCK_BYTES: usize = 256 * 1024;
+/// Input rows per block: each weight group's depth block is converted once per block of
+/// input rows, and the block's depth slice (128 rows of a depth block: 256 KiB) and
+/// accumulators (with AVX-512, 128 × 12 vectors: 96 KiB) stay in L2.
+const X_BLOCK_ROWS: usize = 128;
+const _: () = assert!(X_BLOCK_ROWS.is_multiple_of(R_MAX));
+
+/// Values per depth block of prefill: a weight group's block ([`GROUP_ROWS`] rows of
+/// f32) fills 24 KiB of L1, and each tile runs 32 (AVX-512) or 64 steps per block.
+pub(crate) const DEPTH_BLOCK: usize = 512;
+
+/// f32s from one converted weight row to the next: a depth block and a line more, so
+/// the group's rows fall on different L1 sets.
+const W_ROW_STRIDE: usize = DEPTH_BLOCK + 16;
+
+/// Weight rows per group in prefill, a multiple of every tile width (wider groups
+/// overflow a 32 KiB L1 beside the input tile and ran no faster).
+const GROUP_ROWS: usize = 12;
+const _: () = assert!(GROUP_ROWS.is_multiple_of(3) && GROUP_ROWS.is_multiple_of(4));
+
+/// Weight rows per call with fewer than four input rows (a multiple of every tile
+/// width): the results come back in a buffer of `R_MAX × DIRECT_COLS` on the stack.
+const DIRECT_COLS: usize = 48;
+const _: () = assert!(DIRECT_COLS.is_multiple_of(3) && DIRECT_COLS.is_multiple_of(4));
+
+/// f32s of one output's accumulators at most: one vector (16 lanes on AVX-512, 8 on
+/// AVX2) or the portable build's eight one-lane sums.
+const ACC_FLOATS_MAX: usize = 16;
+
+/// Accumulators per output: `P` vectors of the ISA (eight one-lane sums on the
+/// portable build, one vector elsewhere).
+const fn parts<S: Simd>() -> usize {
+    if S::LANES == 1 { 8 } else { 1 }
+}
 
 /// How far ahead of the values being multiplied each weight row is prefetched, one hint
 /// per 64-byte line consumed: a page, so the stream never waits at a page boundary.
 const PREFETCH_BYTES: usize = 4096;
-
-/// The outputs of one register tile: `[input row][weight row]`.
-pub(crate) type TileOut = [[f32; C_MAX]; R_MAX];
 
 /// Input rows with the same depth, one after the other.
 #[derive(Clone, Copy, Debug)]
@@ -79,56 +109,155 @@ pub(crate) struct WeightRows<'a> {
 }
 
 simd_dispatch! {
-    /// `x[rows] · w[cols]` for `rows.len() ≤ R_MAX` input rows (of `x`) and
-    /// `cols.len() ≤ C_MAX` weight rows (of `w`) of depth `x.k`; panics on a range out
-    /// of its operand or a wider tile.
-    pub(crate) fn dot_tile<'a>(
+    /// One block of outputs: `x[rows] · w[cols]` over the values `depth` of each row.
+    ///
+    /// Weight row `j`'s values for `depth` start at element `w.offset + j · w.row_stride`
+    /// (the caller points `w` at the block). `depth` starts on a multiple of
+    /// [`DEPTH_BLOCK`] and ends on one, or at `x.k` (the last block: the outputs are
+    /// finished into `out`, `[row][col]`, `rows.len() × cols.len()`). Blocks after the
+    /// first continue the accumulators `acc` holds (`[row][col]`, [`ACC_FLOATS_MAX`] f32s
+    /// apart at most; untouched when one block covers the whole depth). Tiles are up to
+    /// `R_MAX × c_max`; `prefetch` asks for each weight row a page ahead (rows streaming
+    /// from memory). Panics on ranges out of their operands, short scratch or a block
+    /// format.
+    pub(crate) fn dot_block<'a, 'b>(
         x: InputRows<'a>,
         rows: Range<usize>,
         w: WeightRows<'a>,
         cols: Range<usize>,
-    ) -> TileOut = tile_checked;
+        c_max: usize,
+        depth: Range<usize>,
+        prefetch: bool,
+        acc: &'b mut [f32],
+        out: &'b mut [f32],
+    ) -> () = block_checked;
 }
 
-/// [`dot_tile`]'s kernel: checks the ranges, then runs the tile of their shape.
+/// Where one tile's accumulators and outputs live, and which part of the depth it runs.
+struct TileSpan<'s> {
+    /// Values multiplied in whole vectors from the block's start (a multiple of
+    /// `LANES · P`).
+    span: usize,
+    /// Products past `span` added one by one after the lanes are summed (last block only).
+    tail: usize,
+    /// Start from zero (the first block) rather than from `acc`.
+    first: bool,
+    /// Finish the outputs into `out` (the last block) rather than keep them in `acc`.
+    last: bool,
+    /// The tile's accumulators: output `(i, j)` at `i · acc_row + j · P · LANES`.
+    acc: &'s mut [f32],
+    acc_row: usize,
+    /// The tile's outputs: `(i, j)` at `i · out_row + j`.
+    out: &'s mut [f32],
+    out_row: usize,
+    /// Prefetch the weight rows a page ahead.
+    prefetch: bool,
+}
+
+/// [`dot_block`]'s kernel: checks the ranges and scratch, then runs its tiles.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn tile_checked<S: Simd>(
+fn block_checked<S: Simd>(
     s: S,
     x: InputRows<'_>,
     rows: Range<usize>,
     w: WeightRows<'_>,
     cols: Range<usize>,
-) -> TileOut {
+    c_max: usize,
+    depth: Range<usize>,
+    prefetch: bool,
+    acc: &mut [f32],
+    out: &mut [f32],
+) {
     let k = x.k;
     let (r, c) = (rows.len(), cols.len());
+    if r == 0 || c == 0 {
+        return;
+    }
     assert!(
-        (1..=R_MAX).contains(&r) && (1..=C_MAX).contains(&c),
-        "dot tile of {r} × {c}"
+        (1..=C_MAX).contains(&c_max),
+        "dot tiles {c_max} weight rows wide"
     );
     assert!(rows.end * k <= x.x.len(), "input rows past the input");
+    let chunk = S::LANES * parts::<S>();
+    let whole = k / chunk * chunk;
+    let (first, last) = (depth.start == 0, depth.end == k);
+    assert!(
+        depth.start <= depth.end
+            && depth.end <= k
+            && depth.start.is_multiple_of(DEPTH_BLOCK)
+            && (last || depth.end.is_multiple_of(DEPTH_BLOCK)),
+        "depth block {depth:?} of {k}"
+    );
+    let per = chunk;
+    if !(first && last) {
+        assert!(
+            acc.len() >= r * c * per,
+            "accumulators shorter than the block"
+        );
+    }
+    if last {
+        assert!(out.len() >= r * c, "outputs shorter than the block");
+    }
+    // `depth.start ≤ whole` (a multiple of the chunk no larger than k).
+    let span = if last {
+        whole - depth.start
+    } else {
+        depth.len()
+    };
+    let tail = if last { k - whole } else { 0 };
+    let used = depth.len();
+    let xp = x.x[rows.start * k + depth.start..].as_ptr();
     let start = w.offset + cols.start * w.row_stride;
-    let last = w.offset + (cols.end - 1) * w.row_stride + k;
-    let xp = x.x[rows.start * k..].as_ptr();
-    // Rows `rows` of `x` hold `k` values each (asserted above); the `c` weight rows from
-    // element `start`, `row_stride` apart, hold `k` values each once `last` is checked
-    // against the storage's length in the arm.
+    let end = w.offset + (cols.end - 1) * w.row_stride + used;
+    // Rows `rows` of `x` hold `k` values each (asserted above), so `used` values from
+    // `depth.start` in each; the `c` weight rows from `start`, `row_stride` apart, hold
+    // `used` values each once `end` is checked against the storage in the arm.
+    macro_rules! run {
+        ($v:expr, $lane:ty) => {{
+            assert!(end <= $v.len(), "weight rows past their storage");
+            let wp: *const $lane = $v[start..].as_ptr();
+            for rs in step_ranges(0..r, R_MAX) {
+                for cs in step_ranges(0..c, c_max) {
+                    let a0 = (rs.start * c + cs.start) * per;
+                    let o0 = rs.start * c + cs.start;
+                    let t = TileSpan {
+                        span,
+                        tail,
+                        first,
+                        last,
+                        acc: if first && last {
+                            &mut []
+                        } else {
+                            &mut acc[a0..]
+                        },
+                        acc_row: c * per,
+                        out: if last { &mut out[o0..] } else { &mut [] },
+                        out_row: c,
+                        prefetch,
+                    };
+                    // SAFETY: the tile's rows lie inside the checked ranges above.
+                    unsafe {
+                        tile_any::<S, $lane>(
+                            s,
+                            xp.add(rs.start * k),
+                            k,
+                            rs.len(),
+                            wp.add(cs.start * w.row_stride),
+                            w.row_stride,
+                            cs.len(),
+                            t,
+                        )
+                    };
+                }
+            }
+        }};
+    }
     match w.values {
-        Values::F32(v) => {
-            assert!(last <= v.len(), "weight rows past their storage");
-            // SAFETY: the rows are readable (above).
-            unsafe { tile_any::<S, f32>(s, xp, k, r, v[start..].as_ptr(), w.row_stride, c) }
-        }
-        Values::F16(v) => {
-            assert!(last <= v.len(), "weight rows past their storage");
-            // SAFETY: the rows are readable (above).
-            unsafe { tile_any::<S, f16>(s, xp, k, r, v[start..].as_ptr(), w.row_stride, c) }
-        }
-        Values::BF16(v) => {
-            assert!(last <= v.len(), "weight rows past their storage");
-            // SAFETY: the rows are readable (above).
-            unsafe { tile_any::<S, bf16>(s, xp, k, r, v[start..].as_ptr(), w.row_stride, c) }
-        }
-        Values::Blocks { .. } => panic!("dot tile over block-quantized weights"),
+        Values::F32(v) => run!(v, f32),
+        Values::F16(v) => run!(v, f16),
+        Values::BF16(v) => run!(v, bf16),
+        Values::Blocks { .. } => panic!("dot block over block-quantized weights"),
     }
 }
 
@@ -138,8 +267,9 @@ fn tile_checked<S: Simd>(
 ///
 /// # Safety
 ///
-/// `r` rows of `k` f32s from `x`, `k` apart, and `c` rows of `k` values from `w`,
-/// `w_stride` apart, are readable.
+/// `r` rows of `t.span + t.tail` f32s from `x`, `k` apart, and `c` rows of as many
+/// values from `w`, `w_stride` apart, are readable.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 unsafe fn tile_any<S: Simd, L: Lane>(
     s: S,
@@ -149,51 +279,67 @@ unsafe fn tile_any<S: Simd, L: Lane>(
     w: *const L,
     w_stride: usize,
     c: usize,
-) -> TileOut {
+    t: TileSpan<'_>,
+) {
     // SAFETY: forwarded contract; every arm's shape is `r × c`, or one row of it at a
     // time.
     unsafe {
         if S::LANES == 1 {
-            let mut out = [[0f32; C_MAX]; R_MAX];
-            for (i, o) in out.iter_mut().enumerate().take(r) {
+            let TileSpan {
+                acc,
+                acc_row,
+                out,
+                out_row,
+                ..
+            } = t;
+            for i in 0..r {
+                let row = TileSpan {
+                    acc: acc.get_mut(i * acc_row..).unwrap_or_default(),
+                    out: out.get_mut(i * out_row..).unwrap_or_default(),
+                    acc_row,
+                    out_row,
+                    ..t
+                };
                 let xi = x.add(i * k);
-                *o = match c {
-                    1 => tile::<S, L, 1, 1, 8>(s, xi, k, w, w_stride),
-                    2 => tile::<S, L, 1, 2, 8>(s, xi, k, w, w_stride),
-                    3 => tile::<S, L, 1, 3, 8>(s, xi, k, w, w_stride),
-                    _ => tile::<S, L, 1, 4, 8>(s, xi, k, w, w_stride),
-                }[0];
+                match c {
+                    1 => tile::<S, L, 1, 1, 8>(s, xi, k, w, w_stride, row),
+                    2 => tile::<S, L, 1, 2, 8>(s, xi, k, w, w_stride, row),
+                    3 => tile::<S, L, 1, 3, 8>(s, xi, k, w, w_stride, row),
+                    _ => tile::<S, L, 1, 4, 8>(s, xi, k, w, w_stride, row),
+                }
             }
-            return out;
+            return;
         }
         match (r, c) {
-            (1, 1) => tile::<S, L, 1, 1, 1>(s, x, k, w, w_stride),
-            (1, 2) => tile::<S, L, 1, 2, 1>(s, x, k, w, w_stride),
-            (1, 3) => tile::<S, L, 1, 3, 1>(s, x, k, w, w_stride),
-            (1, 4) => tile::<S, L, 1, 4, 1>(s, x, k, w, w_stride),
-            (2, 1) => tile::<S, L, 2, 1, 1>(s, x, k, w, w_stride),
-            (2, 2) => tile::<S, L, 2, 2, 1>(s, x, k, w, w_stride),
-            (2, 3) => tile::<S, L, 2, 3, 1>(s, x, k, w, w_stride),
-            (2, 4) => tile::<S, L, 2, 4, 1>(s, x, k, w, w_stride),
-            (3, 1) => tile::<S, L, 3, 1, 1>(s, x, k, w, w_stride),
-            (3, 2) => tile::<S, L, 3, 2, 1>(s, x, k, w, w_stride),
-            (3, 3) => tile::<S, L, 3, 3, 1>(s, x, k, w, w_stride),
-            (3, 4) => tile::<S, L, 3, 4, 1>(s, x, k, w, w_stride),
-            (_, 1) => tile::<S, L, 4, 1, 1>(s, x, k, w, w_stride),
-            (_, 2) => tile::<S, L, 4, 2, 1>(s, x, k, w, w_stride),
-            (_, 3) => tile::<S, L, 4, 3, 1>(s, x, k, w, w_stride),
-            _ => tile::<S, L, 4, 4, 1>(s, x, k, w, w_stride),
+            (1, 1) => tile::<S, L, 1, 1, 1>(s, x, k, w, w_stride, t),
+            (1, 2) => tile::<S, L, 1, 2, 1>(s, x, k, w, w_stride, t),
+            (1, 3) => tile::<S, L, 1, 3, 1>(s, x, k, w, w_stride, t),
+            (1, 4) => tile::<S, L, 1, 4, 1>(s, x, k, w, w_stride, t),
+            (2, 1) => tile::<S, L, 2, 1, 1>(s, x, k, w, w_stride, t),
+            (2, 2) => tile::<S, L, 2, 2, 1>(s, x, k, w, w_stride, t),
+            (2, 3) => tile::<S, L, 2, 3, 1>(s, x, k, w, w_stride, t),
+            (2, 4) => tile::<S, L, 2, 4, 1>(s, x, k, w, w_stride, t),
+            (3, 1) => tile::<S, L, 3, 1, 1>(s, x, k, w, w_stride, t),
+            (3, 2) => tile::<S, L, 3, 2, 1>(s, x, k, w, w_stride, t),
+            (3, 3) => tile::<S, L, 3, 3, 1>(s, x, k, w, w_stride, t),
+            (3, 4) => tile::<S, L, 3, 4, 1>(s, x, k, w, w_stride, t),
+            (_, 1) => tile::<S, L, 4, 1, 1>(s, x, k, w, w_stride, t),
+            (_, 2) => tile::<S, L, 4, 2, 1>(s, x, k, w, w_stride, t),
+            (_, 3) => tile::<S, L, 4, 3, 1>(s, x, k, w, w_stride, t),
+            _ => tile::<S, L, 4, 4, 1>(s, x, k, w, w_stride, t),
         }
     }
 }
 
-/// One `R × C` register tile of depth `k`, `P` accumulators per output (elements
-/// `e` go to accumulator `(e / LANES) % P`, lane `e % LANES`).
+/// One `R × C` register tile over one depth block, `P` accumulators per output
+/// (elements `e` go to accumulator `(e / LANES) % P`, lane `e % LANES`): from zero or
+/// from `t.acc`, `t.span` values in whole vectors, then back into `t.acc`, or (the last
+/// block) the accumulators summed, the tail added one product at a time, into `t.out`.
 ///
 /// # Safety
 ///
-/// `R` rows of `k` f32s from `x`, `k` apart, and `C` rows of `k` values from `w`,
-/// `w_stride` apart, are readable.
+/// `R` rows of `t.span + t.tail` f32s from `x`, `k` apart, and `C` rows of as many
+/// values from `w`, `w_stride` apart, are readable.
 #[inline(always)]
 unsafe fn tile<S: Simd, L: Lane, const R: usize, const C: usize, const P: usize>(
     s: S,
@@ -201,49 +347,72 @@ unsafe fn tile<S: Simd, L: Lane, const R: usize, const C: usize, const P: usize>
     k: usize,
     w: *const L,
     w_stride: usize,
-) -> TileOut {
-    let chunk = S::LANES * P;
-    let whole = k / chunk * chunk;
-    // Chunks per 64-byte line of a weight row (one prefetch hint per line).
-    let per_line = (64 / (chunk * size_of::<L>())).max(1);
-    let line = chunk * per_line;
-    let ahead = PREFETCH_BYTES / size_of::<L>();
+    t: TileSpan<'_>,
+) {
+    let lanes = S::LANES;
+    let chunk = lanes * P;
+    let whole = t.span;
     let mut acc = [[[s.splat(0.0); P]; C]; R];
+    if !t.first {
+        for (i, row) in acc.iter_mut().enumerate() {
+            for (j, parts) in row.iter_mut().enumerate() {
+                let at = i * t.acc_row + j * chunk;
+                for (p, v) in parts.iter_mut().enumerate() {
+                    *v = s.load(&t.acc[at + p * lanes..at + (p + 1) * lanes]);
+                }
+            }
+        }
+    }
     let mut e = 0;
-    // SAFETY: every step reads below `whole ≤ k` in its rows (`e + chunk ≤ whole`);
+    // SAFETY: every step reads below `whole` in its rows (`e + chunk ≤ whole`);
     // prefetches never fault.
     unsafe {
-        while e + line <= whole {
-            for j in 0..C {
-                prefetch_hint(w.wrapping_add(j * w_stride + e + ahead).cast());
+        if t.prefetch {
+            // Chunks per 64-byte line of a weight row (one prefetch hint per line).
+            let per_line = (64 / (chunk * size_of::<L>())).max(1);
+            let line = chunk * per_line;
+            let ahead = PREFETCH_BYTES / size_of::<L>();
+            while e + line <= whole {
+                for j in 0..C {
+                    prefetch_hint(w.wrapping_add(j * w_stride + e + ahead).cast());
+                }
+                for u in 0..per_line {
+                    step::<S, L, R, C, P>(s, x, k, w, w_stride, e + u * chunk, &mut acc);
+                }
+                e += line;
             }
-            for u in 0..per_line {
-                step::<S, L, R, C, P>(s, x, k, w, w_stride, e + u * chunk, &mut acc);
-            }
-            e += line;
         }
         while e < whole {
             step::<S, L, R, C, P>(s, x, k, w, w_stride, e, &mut acc);
             e += chunk;
         }
     }
-    let mut out = [[0f32; C_MAX]; R_MAX];
-    for (i, (row, o)) in acc.iter().zip(&mut out).enumerate() {
-        for (j, (parts, oj)) in row.iter().zip(o.iter_mut()).enumerate() {
+    if !t.last {
+        for (i, row) in acc.iter().enumerate() {
+            for (j, parts) in row.iter().enumerate() {
+                let at = i * t.acc_row + j * chunk;
+                for (p, &v) in parts.iter().enumerate() {
+                    s.store(&mut t.acc[at + p * lanes..at + (p + 1) * lanes], v);
+                }
+            }
+        }
+        return;
+    }
+    for (i, row) in acc.iter().enumerate() {
+        for (j, parts) in row.iter().enumerate() {
             let mut v = parts[0];
             for &part in &parts[1..] {
                 v = s.add(v, part);
             }
             let mut sum = s.reduce_add(v);
-            for t in whole..k {
-                // SAFETY: `t < k` in row `i` of `x` and row `j` of `w`.
-                let (xt, wt) = unsafe { (*x.add(i * k + t), (*w.add(j * w_stride + t)).to_f32()) };
-                sum += xt * wt;
+            for u in whole..whole + t.tail {
+                // SAFETY: `u < span + tail` in row `i` of `x` and row `j` of `w`.
+                let (xu, wu) = unsafe { (*x.add(i * k + u), (*w.add(j * w_stride + u)).to_f32()) };
+                sum += xu * wu;
             }
-            *oj = sum;
+            t.out[i * t.out_row + j] = sum;
         }
     }
-    out
 }
 
 /// One step of [`tile`]: `P` vectors of each row from element `e` on, multiplied into
@@ -251,7 +420,7 @@ unsafe fn tile<S: Simd, L: Lane, const R: usize, const C: usize, const P: usize>
 ///
 /// # Safety
 ///
-/// As [`tile`], and `e + LANES · P ≤ k`.
+/// As [`tile`], and `e + LANES · P ≤ t.span`.
 #[inline(always)]
 unsafe fn step<S: Simd, L: Lane, const R: usize, const C: usize, const P: usize>(
     s: S,
@@ -266,11 +435,12 @@ unsafe fn step<S: Simd, L: Lane, const R: usize, const C: usize, const P: usize>
         let at = e + p * S::LANES;
         let mut wv = [s.splat(0.0); C];
         for (j, v) in wv.iter_mut().enumerate() {
-            // SAFETY: `at + LANES ≤ k` in weight row `j` (the caller's contract).
+            // SAFETY: `at + LANES` values are readable in weight row `j` (the caller's
+            // contract).
             *v = unsafe { L::load_ptr(s, w.add(j * w_stride + at)) };
         }
         for (i, row) in acc.iter_mut().enumerate() {
-            // SAFETY: `at + LANES ≤ k` in input row `i`.
+            // SAFETY: as above, in input row `i`.
             let xv = unsafe { s.load_ptr(x.add(i * k + at)) };
             for (a, &wj) in row.iter_mut().zip(&wv) {
                 a[p] = s.mul_add(xv, wj, a[p]);
@@ -291,14 +461,19 @@ fn prefetch_hint(p: *const i8) {
     let _ = p;
 }
 
-/// f32s of scratch [`linear_rows`] needs for `m` input rows of depth `k`.
-pub(crate) fn scratch_floats(m: usize, k: usize) -> usize {
-    if m >= R_MAX { C_MAX * k } else { 0 }
+/// f32s of scratch [`linear_rows`] needs for `m` input rows of depth `k`: with four
+/// rows or more, a weight group's converted depth block, the accumulators and the
+/// outputs of a block of input rows by a group.
+pub(crate) fn scratch_floats(m: usize) -> usize {
+    if m < R_MAX {
+        return 0;
+    }
+    let rows = x_block_rows(m);
+    GROUP_ROWS * W_ROW_STRIDE + rows * GROUP_ROWS * (ACC_FLOATS_MAX + 1)
 }
 
 /// `out[i][j] = x[i] · w[j]` for every input row `i < m` and the weight rows `cols`,
-/// on the calling thread, with `scratch` (at least [`scratch_floats`]`(m, k)` f32s) for
-/// weight rows converted to f32.
+/// on the calling thread, with `scratch` (at least [`scratch_floats`]`(m, k)` f32s).
 ///
 /// # Safety
 ///
@@ -314,66 +489,94 @@ pub(crate) unsafe fn linear_rows(
     out: OutPtr,
 ) {
     let k = x.k;
-    let write = |rows: Range<usize>, cg: Range<usize>, t: &TileOut| {
-        for (i, ti) in rows.zip(t) {
-            for (j, &v) in cg.clone().zip(ti) {
-                // SAFETY: `(i, j)` is inside the `m × N` matrix, in the columns this
+    let write = |rows: Range<usize>, cg: Range<usize>, res: &[f32]| {
+        let width = cg.len();
+        for (i, ri) in rows.enumerate() {
+            for (j, &v) in cg.clone().zip(&res[i * width..(i + 1) * width]) {
+                // SAFETY: `(ri, j)` is inside the `m × N` matrix, in the columns this
                 // call owns (the caller's contract).
-                unsafe { *out.ptr().add(i * out.ldc() + j) = v };
+                unsafe { *out.ptr().add(ri * out.ldc() + j) = v };
             }
         }
     };
-    let convert = m >= R_MAX && !matches!(w.values, Values::F32(_));
-    if !convert {
-        // Few input rows (decode), or f32 weights: tiles straight from the weights.
-        let (r_max, c_max) = if m == 1 {
-            (1, C_DECODE)
-        } else {
-            (R_MAX, c_prefill(level))
-        };
-        let block = x_block_rows(m, k, r_max);
-        for mb in (0..m).step_by(block) {
-            let mb_end = (mb + block).min(m);
-            for cg in step_ranges(cols.clone(), c_max) {
-                for rows in step_ranges(mb..mb_end, r_max) {
-                    let t = dot_tile(level, x, rows.clone(), w, cg.clone());
-                    write(rows, cg.clone(), &t);
-                }
-            }
+    if m < R_MAX {
+        // Decode (or a few rows): tiles over the whole depth straight from the weights.
+        let c_max = if m == 1 { C_DECODE } else { c_prefill(level) };
+        let mut res = [0f32; R_MAX * DIRECT_COLS];
+        for cg in step_ranges(cols, DIRECT_COLS) {
+            dot_block(
+                level,
+                x,
+                0..m,
+                w,
+                cg.clone(),
+                c_max,
+                0..k,
+                true,
+                &mut [],
+                &mut res,
+            );
+            write(0..m, cg, &res);
         }
         return;
     }
-    let block = x_block_rows(m, k, R_MAX);
+    let block = x_block_rows(m);
+    let (wbuf, rest) = scratch.split_at_mut(GROUP_ROWS * W_ROW_STRIDE);
+    let (acc, res) = rest.split_at_mut(block * GROUP_ROWS * ACC_FLOATS_MAX);
+    let c_max = c_prefill(level);
     for mb in (0..m).step_by(block) {
-        let mb_end = (mb + block).min(m);
-        for cg in step_ranges(cols.clone(), c_prefill(level)) {
-            let converted = &mut scratch[..cg.len() * k];
-            for (j, dst) in cg.clone().zip(converted.chunks_exact_mut(k)) {
-                let start = w.offset + j * w.row_stride;
-                match w.values {
-                    Values::F16(v) => convert::f16_to_f32(level, &v[start..start + k], dst),
-                    Values::BF16(v) => convert::bf16_to_f32(level, &v[start..start + k], dst),
-                    Values::F32(v) => dst.copy_from_slice(&v[start..start + k]),
-                    Values::Blocks { .. } => panic!("dot rows over block-quantized weights"),
-                }
+        let rows = mb..(mb + block).min(m);
+        for cg in step_ranges(cols.clone(), GROUP_ROWS) {
+            for depth in step_ranges(0..k, DEPTH_BLOCK) {
+                let used = depth.len();
+                let (wr, wcols) = if let Values::F32(_) = w.values {
+                    // f32 weights: the block in place.
+                    let wr = WeightRows {
+                        offset: w.offset + depth.start,
+                        ..w
+                    };
+                    (wr, cg.clone())
+                } else {
+                    let converted = &mut wbuf[..cg.len() * W_ROW_STRIDE];
+                    for (j, row) in cg.clone().zip(converted.chunks_exact_mut(W_ROW_STRIDE)) {
+                        let dst = &mut row[..used];
+                        let at = w.offset + j * w.row_stride + depth.start;
+                        match w.values {
+                            Values::F16(v) => convert::f16_to_f32(level, &v[at..at + used], dst),
+                            Values::BF16(v) => convert::bf16_to_f32(level, &v[at..at + used], dst),
+                            Values::F32(_) | Values::Blocks { .. } => {
+                                unreachable!("converted weights are halves")
+                            }
+                        }
+                    }
+                    let wr = WeightRows {
+                        values: Values::F32(converted),
+                        offset: 0,
+                        row_stride: W_ROW_STRIDE,
+                    };
+                    (wr, 0..cg.len())
+                };
+                dot_block(
+                    level,
+                    x,
+                    rows.clone(),
+                    wr,
+                    wcols,
+                    c_max,
+                    depth,
+                    false,
+                    acc,
+                    res,
+                );
             }
-            let wf = WeightRows {
-                values: Values::F32(converted),
-                offset: 0,
-                row_stride: k,
-            };
-            for rows in step_ranges(mb..mb_end, R_MAX) {
-                let t = dot_tile(level, x, rows.clone(), wf, 0..cg.len());
-                write(rows, cg.clone(), &t);
-            }
+            write(rows.clone(), cg, res);
         }
     }
 }
 
-/// Input rows per block: [`X_BLOCK_BYTES`] of them, a multiple of the tile height.
-fn x_block_rows(m: usize, k: usize, r_max: usize) -> usize {
-    let rows = X_BLOCK_BYTES / (k.max(1) * size_of::<f32>());
-    (rows / r_max * r_max).max(r_max).min(m.max(1))
+/// Input rows per block: all `m`, at most [`X_BLOCK_ROWS`].
+fn x_block_rows(m: usize) -> usize {
+    m.clamp(1, X_BLOCK_ROWS)
 }
 
 /// `range` cut into consecutive pieces of `step` (the last one shorter).

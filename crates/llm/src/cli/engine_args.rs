@@ -49,6 +49,12 @@ pub(crate) struct EngineArgs {
     /// faster decode and prefill).
     #[arg(long = "no-repack")]
     pub(crate) no_repack: bool,
+    /// Let CPU prefill take arithmetic faster than decode's (the blocked f32 GEMM for
+    /// float and block-quantized weights, wider attention tiles): a prompt's logits then
+    /// depend on how it was batched, chunked or served from the cache, so the same
+    /// request can give different tokens. Off by default.
+    #[arg(long = "fast-prefill")]
+    pub(crate) fast_prefill: bool,
 }
 
 impl EngineArgs {
@@ -74,6 +80,7 @@ impl EngineArgs {
             prepare_weights: !self.no_repack,
             arena: None,
             batch_sessions: sessions,
+            fast_prefill: self.fast_prefill,
         };
         let file = self.model.open()?;
         Model::from_file(file, &options).with_context(|| self.model.model.display().to_string())

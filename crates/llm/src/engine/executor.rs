@@ -9,11 +9,11 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use tempra_autograd::Autograd;
-use tempra_backend_cpu::CpuBackend;
+use tempra_backend_cpu::{CpuBackend, CpuConfig};
 use tempra_pool::HostPool;
 use tempra_tensor::{ExecContext, ReferenceBackend};
 
-use crate::engine::model::BackendKind;
+use crate::engine::model::{BackendKind, LoadOptions};
 use crate::engine::outputs::Outputs;
 use crate::engine::step_arena::{ArenaCapacity, ArenaStats, StepArena};
 use crate::engine::weights::ModelWeights;
@@ -45,26 +45,28 @@ pub struct Executor {
 }
 
 impl Executor {
-    /// Opens `kind` with `threads` workers (CPU) and allocates the step arena for
-    /// `config` at `capacity`.
+    /// Opens `options.backend` (on the CPU with `options.threads` workers and
+    /// `options.fast_prefill`) and allocates the step arena for `config` at `capacity`.
     ///
     /// Errors: no GPU adapter or a build without the `gpu` feature
     /// ([`BackendKind::Gpu`]), or the arena's allocation failing.
     pub(crate) fn open(
-        kind: BackendKind,
-        threads: Option<usize>,
+        options: &LoadOptions,
         config: &ModelConfig,
         capacity: ArenaCapacity,
     ) -> Result<Executor> {
         let pool = HostPool::host();
         #[allow(clippy::let_unit_value)]
         let mut gpu: GpuHandle = Default::default();
+        let kind = options.backend;
         let (ctx, threads) = match kind {
             BackendKind::Cpu => {
-                let backend = match threads {
-                    Some(n) => CpuBackend::with_threads(pool, n.max(1)),
-                    None => CpuBackend::new(pool),
+                let cpu = CpuConfig {
+                    isa: None,
+                    threads: options.threads.map(|n| n.max(1)),
+                    fast_prefill: options.fast_prefill,
                 };
+                let backend = CpuBackend::with_config(pool, cpu)?;
                 let threads = backend.threads();
                 (ExecContext::new(std::sync::Arc::new(backend)), threads)
             }

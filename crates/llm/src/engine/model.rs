@@ -58,6 +58,12 @@ pub struct LoadOptions {
     /// The most sessions one batched decode step runs (`tempra serve`'s slots): the
     /// arena's rows cover at least this many, up to 512 (default 1).
     pub batch_sessions: usize,
+    /// Let prefill take the CPU backend's faster arithmetic that depends on how many
+    /// rows share a call ([`tempra_backend_cpu::CpuConfig::fast_prefill`]): a prompt run
+    /// as one batch then gives logits that differ in the last bits from the same tokens
+    /// decoded one at a time or partly served from the cache. Default false: the same
+    /// request gives the same tokens.
+    pub fast_prefill: bool,
 }
 
 impl Default for LoadOptions {
@@ -71,6 +77,7 @@ impl Default for LoadOptions {
             prepare_weights: true,
             arena: None,
             batch_sessions: 1,
+            fast_prefill: false,
         }
     }
 }
@@ -163,7 +170,7 @@ impl Model {
         let arena_bytes = StepArena::bytes_for(&config, &capacity);
         check_memory(file.file_size(), kv_bytes as u64, arena_bytes as u64)?;
         let weights = ModelWeights::from_file(&file, &config)?;
-        let executor = Executor::open(options.backend, options.threads, &config, capacity)?;
+        let executor = Executor::open(options, &config, capacity)?;
         let prepared = executor.prepare_weights(&weights, &file, options.prepare_weights)?;
         Ok(Arc::new(Model {
             file,
