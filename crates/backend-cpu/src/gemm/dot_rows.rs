@@ -189,10 +189,9 @@ fn block_checked<S: Simd>(
             && (last || depth.end.is_multiple_of(DEPTH_BLOCK)),
         "depth block {depth:?} of {k}"
     );
-    let per = chunk;
     if !(first && last) {
         assert!(
-            acc.len() >= r * c * per,
+            acc.len() >= r * c * chunk,
             "accumulators shorter than the block"
         );
     }
@@ -219,7 +218,7 @@ fn block_checked<S: Simd>(
             let wp: *const $lane = $v[start..].as_ptr();
             for rs in step_ranges(0..r, R_MAX) {
                 for cs in step_ranges(0..c, c_max) {
-                    let a0 = (rs.start * c + cs.start) * per;
+                    let a0 = (rs.start * c + cs.start) * chunk;
                     let o0 = rs.start * c + cs.start;
                     let t = TileSpan {
                         span,
@@ -231,7 +230,7 @@ fn block_checked<S: Simd>(
                         } else {
                             &mut acc[a0..]
                         },
-                        acc_row: c * per,
+                        acc_row: c * chunk,
                         out: if last { &mut out[o0..] } else { &mut [] },
                         out_row: c,
                         prefetch,
@@ -353,12 +352,16 @@ unsafe fn tile<S: Simd, L: Lane, const R: usize, const C: usize, const P: usize>
     let chunk = lanes * P;
     let whole = t.span;
     let mut acc = [[[s.splat(0.0); P]; C]; R];
+    // Accumulator `p` of output `(i, j)` in `t.acc`.
+    let slot = |i: usize, j: usize, p: usize| {
+        let at = i * t.acc_row + j * chunk + p * lanes;
+        at..at + lanes
+    };
     if !t.first {
         for (i, row) in acc.iter_mut().enumerate() {
             for (j, parts) in row.iter_mut().enumerate() {
-                let at = i * t.acc_row + j * chunk;
                 for (p, v) in parts.iter_mut().enumerate() {
-                    *v = s.load(&t.acc[at + p * lanes..at + (p + 1) * lanes]);
+                    *v = s.load(&t.acc[slot(i, j, p)]);
                 }
             }
         }
@@ -390,9 +393,8 @@ unsafe fn tile<S: Simd, L: Lane, const R: usize, const C: usize, const P: usize>
     if !t.last {
         for (i, row) in acc.iter().enumerate() {
             for (j, parts) in row.iter().enumerate() {
-                let at = i * t.acc_row + j * chunk;
                 for (p, &v) in parts.iter().enumerate() {
-                    s.store(&mut t.acc[at + p * lanes..at + (p + 1) * lanes], v);
+                    s.store(&mut t.acc[slot(i, j, p)], v);
                 }
             }
         }
@@ -461,8 +463,7 @@ fn prefetch_hint(p: *const i8) {
     let _ = p;
 }
 
-/// f32s of scratch [`linear_rows`] needs for `m` input rows of depth `k`: with four
-/// rows or more, a weight group's converted depth block, the accumulators and the
+/// f32s of scratch [`linear_rows`] needs for `m` input rows: with four rows or more, a weight group's converted depth block, the accumulators and the
 /// outputs of a block of input rows by a group.
 pub(crate) fn scratch_floats(m: usize) -> usize {
     if m < R_MAX {
@@ -473,7 +474,7 @@ pub(crate) fn scratch_floats(m: usize) -> usize {
 }
 
 /// `out[i][j] = x[i] · w[j]` for every input row `i < m` and the weight rows `cols`,
-/// on the calling thread, with `scratch` (at least [`scratch_floats`]`(m, k)` f32s).
+/// on the calling thread, with `scratch` (at least [`scratch_floats`]`(m)` f32s).
 ///
 /// # Safety
 ///
