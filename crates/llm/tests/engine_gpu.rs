@@ -4,19 +4,26 @@
 //! of every architecture (`tests/data/hf`, also checked against transformers' logits),
 //! on stories260K (against llama2.c's `run.c`) and on a random llama long enough to run
 //! in several arena-sized chunks. A step allocates nothing from the device pool and runs
-//! nothing on the host, and a dropped session frees its KV cache.
+//! nothing on the host, and a dropped session frees its KV cache. Within the GPU engine,
+//! every format the shaders read keeps issue #28's row invariance: the ways of
+//! `row_invariance/mod.rs` give the one-shot prefill's logits bit for bit.
 //!
 //! Without a GPU adapter each test prints why and returns; `REQUIRE_GPU=1` makes that a
 //! failure. CI runs them on Mesa's lavapipe.
 
 #![cfg(feature = "gpu")]
 
+mod row_invariance;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tempra_llm::LlmError;
+use row_invariance::{BATCH, Inputs, Lcg, assert_none, check_ways, one_shot};
 use tempra_llm::engine::{ArenaCapacity, BackendKind, LoadOptions, Model, logits_slice};
+use tempra_llm::gguf::Limits;
+use tempra_llm::quantize::QuantType;
 use tempra_llm::testing::{ModelShape, RandomModelSpec, shared_file, write_random_model};
+use tempra_llm::{LlmError, ModelFile};
 use tempra_tensor::DType;
 
 fn gpu_required() -> bool {
@@ -318,4 +325,74 @@ fn long_inputs_run_in_arena_sized_chunks() {
     assert_eq!(backend.live_buffers(), with_session);
     drop(s);
     assert_eq!(backend.live_buffers(), before);
+}
+
+/// Issue #28 on the GPU: for every weight format the shaders read (F32, F16, BF16, Q8_0,
+/// Q4_0 and the Q4_K_M, Q5_K_M and Q6_K mixes, whose tensors are Q4_K, Q5_K and Q6_K) with
+/// an f32 KV cache, and F32 and Q4_K_M also with an f16 one (the cache's conversion does
+/// not depend on the weights), the logits of every position of a random prompt are the
+/// one-shot prefill's bits in chunked prefill, decode, batched decode beside three other
+/// sessions and cache reuse. The `linear` shader gives each input row of a workgroup's
+/// tile its own lanes and reduces them in a fixed tree, and attention walks each query's
+/// keys in 64-key chunks from its window's start, so neither depends on the batch; the
+/// test holds the kernels to that. Nothing falls back to the host.
+#[test]
+fn logits_are_bit_identical_however_a_position_is_reached() {
+    const FORMATS: [QuantType; 8] = [
+        QuantType::F32,
+        QuantType::F16,
+        QuantType::BF16,
+        QuantType::Q8_0,
+        QuantType::Q4_0,
+        QuantType::Q4KM,
+        QuantType::Q5KM,
+        QuantType::Q6K,
+    ];
+    // Small for lavapipe; 256 columns for the K-quant blocks.
+    let shape =
+        ModelShape::parse("dim=256,layers=2,heads=4,kv_heads=2,ffn=512,vocab=512,context=160")
+            .unwrap();
+    let mut mismatches = Vec::new();
+    for (i, qtype) in FORMATS.into_iter().enumerate() {
+        let seed = 128 + i as u64;
+        let spec = RandomModelSpec::llama(shape)
+            .with_qtype(qtype)
+            .with_seed(seed);
+        let bytes = Arc::new(write_random_model(&spec, Vec::new()).unwrap());
+        let inputs = Inputs::new(&mut Lcg(seed), shape.vocab);
+        let kv_types: &[DType] = match qtype {
+            QuantType::F32 | QuantType::Q4KM => &[DType::F32, DType::F16],
+            _ => &[DType::F32],
+        };
+        for &kv_type in kv_types {
+            let file = ModelFile::from_gguf_bytes(bytes.clone(), &Limits::default()).unwrap();
+            let options = LoadOptions {
+                backend: BackendKind::Gpu,
+                kv_type,
+                batch_sessions: BATCH,
+                ..LoadOptions::default()
+            };
+            let model = match Model::from_file(file, &options) {
+                Ok(model) => model,
+                Err(LlmError::Gpu(e)) if !gpu_required() => {
+                    eprintln!("skipping: no GPU ({e})");
+                    return;
+                }
+                Err(e) => panic!("{qtype}: {e}"),
+            };
+            let began = std::time::Instant::now();
+            let reference = one_shot(&model, &inputs);
+            let case = format!("{qtype}, {kv_type} KV cache");
+            check_ways(&model, &inputs, &reference, &case, &mut mismatches);
+            let gpu = model.executor().gpu_backend().expect("a GPU model");
+            let fallbacks = tempra_tensor::Backend::handoffs(gpu);
+            assert!(fallbacks.is_empty(), "{case}: host fallbacks {fallbacks:?}");
+            eprintln!(
+                "{case}: {} tokens in {:.1?}",
+                inputs.prompt.len(),
+                began.elapsed()
+            );
+        }
+    }
+    assert_none(&mismatches);
 }
