@@ -12,12 +12,13 @@
 //! or beside other sessions (the row-invariance rule of `tests/row_invariance.rs`).
 //!
 //! The register tile is up to [`R_MAX`] input rows × [`C_MAX`] weight rows. One input
-//! row (decode) streams four weight rows at a time from memory over the whole depth,
-//! converting halves on the fly and prefetching each row a page ahead. Four input rows
+//! row (decode) streams weight rows from memory over the whole depth, converting halves
+//! on the fly: one row at a time on AVX-512, four at a time on AVX2, each prefetched a
+//! page ahead (see `decode_tiles`). Four input rows
 //! or more (prefill) go in depth blocks of [`DEPTH_BLOCK`] values: a group of
 //! [`GROUP_ROWS`] weight rows is converted to f32 one depth block at a time (exact, so
-//! the arithmetic is the same) and stays in L1 while every 4 × 3 tile (4 × 4 on
-//! AVX-512) of a block of input rows passes over it; the tiles' accumulators wait in
+//! the arithmetic is the same) and stays in L1 while every 4 × 3 tile of a block of
+//! input rows passes over it; the tiles' accumulators wait in
 //! scratch between depth blocks, so each output still sums its lanes over the whole
 //! depth in order, exactly as a decoded row does.
 
@@ -36,19 +37,23 @@ pub(crate) const R_MAX: usize = 4;
 /// Weight rows per register tile at most.
 pub(crate) const C_MAX: usize = 4;
 
-/// Weight rows per tile with one input row (four streams from memory).
-const C_DECODE: usize = 4;
-
-/// Weight rows per tile with several input rows: 4 × 3 accumulators, 3 weight vectors
-/// and one input vector fill the 16 registers of AVX2; on AVX-512 4 × 4 (wider tiles
-/// hold more weight rows than L1 beside the input rows, and ran slower).
-fn c_prefill(level: Level) -> usize {
+/// Weight rows per tile with one input row, and whether each is prefetched a page
+/// ahead. On AVX-512 one row at a time, left to the hardware prefetcher: one sequential
+/// stream, which it follows best (a 16-lane accumulator's FMA latency still leaves the
+/// core faster than memory). On AVX2 four rows with prefetching: an 8-lane accumulator
+/// per row alone would wait on its FMA latency.
+fn decode_tiles(level: Level) -> (usize, bool) {
     if level.isa() == crate::isa::Isa::Avx512 {
-        4
+        (1, false)
     } else {
-        3
+        (4, true)
     }
 }
+
+/// Weight rows per tile with several input rows: 4 × 3 accumulators, 3 weight vectors
+/// and one input vector fill the 16 registers of AVX2. AVX-512 takes the same tile: its
+/// 4 × 4 ran at half the speed in depth blocks (docs/perf-log.md, 2026-12-03).
+const C_PREFILL: usize = 3;
 
 /// Input rows per block: each weight group's depth block is converted once per block of
 /// input rows, and the block's depth slice (128 rows of a depth block: 256 KiB) and
@@ -64,10 +69,10 @@ pub(crate) const DEPTH_BLOCK: usize = 512;
 /// the group's rows fall on different L1 sets.
 const W_ROW_STRIDE: usize = DEPTH_BLOCK + 16;
 
-/// Weight rows per group in prefill, a multiple of every tile width (wider groups
+/// Weight rows per group in prefill, a multiple of the tile width (wider groups
 /// overflow a 32 KiB L1 beside the input tile and ran no faster).
 const GROUP_ROWS: usize = 12;
-const _: () = assert!(GROUP_ROWS.is_multiple_of(3) && GROUP_ROWS.is_multiple_of(4));
+const _: () = assert!(GROUP_ROWS.is_multiple_of(C_PREFILL));
 
 /// Weight rows per call with fewer than four input rows (a multiple of every tile
 /// width): the results come back in a buffer of `R_MAX × DIRECT_COLS` on the stack.
@@ -502,7 +507,11 @@ pub(crate) unsafe fn linear_rows(
     };
     if m < R_MAX {
         // Decode (or a few rows): tiles over the whole depth straight from the weights.
-        let c_max = if m == 1 { C_DECODE } else { c_prefill(level) };
+        let (c_max, prefetch) = if m == 1 {
+            decode_tiles(level)
+        } else {
+            (C_PREFILL, true)
+        };
         let mut res = [0f32; R_MAX * DIRECT_COLS];
         for cg in step_ranges(cols, DIRECT_COLS) {
             dot_block(
@@ -513,7 +522,7 @@ pub(crate) unsafe fn linear_rows(
                 cg.clone(),
                 c_max,
                 0..k,
-                true,
+                prefetch,
                 &mut [],
                 &mut res,
             );
@@ -524,7 +533,7 @@ pub(crate) unsafe fn linear_rows(
     let block = x_block_rows(m);
     let (wbuf, rest) = scratch.split_at_mut(GROUP_ROWS * W_ROW_STRIDE);
     let (acc, res) = rest.split_at_mut(block * GROUP_ROWS * ACC_FLOATS_MAX);
-    let c_max = c_prefill(level);
+    let c_max = C_PREFILL;
     for mb in (0..m).step_by(block) {
         let rows = mb..(mb + block).min(m);
         for cg in step_ranges(cols.clone(), GROUP_ROWS) {
