@@ -102,9 +102,9 @@ pub trait Backend: Send + Sync + Debug {
     fn linear(&self, x: &Tensor, w: &Tensor, bias: Option<&Tensor>, out: &mut Tensor)
     -> Result<()>;
 
-    /// A copy of the weight `w [N, K]` in a layout this backend's `linear` reads faster
-    /// (e.g. [`DType::Q4_0R8`](crate::DType::Q4_0R8): rows interleaved for the decode
-    /// GEMV), or `None` to keep `w` as it is. Called once at load for weights that only
+    /// A copy of the weight `w [N, K]` in a layout or memory this backend's `linear`
+    /// reads faster (e.g. [`DType::Q4_0R8`](crate::DType::Q4_0R8): rows interleaved for
+    /// the decode GEMV; or the same layout on huge pages), or `None` to keep `w` as it is. Called once at load for weights that only
     /// ever meet `linear`; the copy is persistent memory, not a pool lease. The default
     /// keeps every weight.
     fn prepare_weight(&self, w: &Tensor) -> Result<Option<Tensor>> {

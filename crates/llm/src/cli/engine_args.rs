@@ -44,9 +44,9 @@ pub(crate) struct EngineArgs {
     /// Where the model runs.
     #[arg(long, value_enum, default_value = "cpu")]
     pub(crate) backend: BackendArg,
-    /// Keep the weights in the file's layout (by default the CPU copies
-    /// Q4_0/Q8_0/Q4_K/Q5_K/Q6_K matrices at load into rows interleaved by eight, for
-    /// faster decode and prefill).
+    /// Keep the weights in the file's layout and mapping (by default the CPU copies
+    /// Q4_0/Q8_0/Q4_K/Q5_K/Q6_K matrices at load into rows interleaved by eight, and
+    /// F32/F16/BF16 matrices onto huge pages, for faster decode and prefill).
     #[arg(long = "no-repack")]
     pub(crate) no_repack: bool,
     /// Let CPU prefill take arithmetic faster than decode's (the blocked f32 GEMM for

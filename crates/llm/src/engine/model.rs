@@ -49,7 +49,8 @@ pub struct LoadOptions {
     pub backend: BackendKind,
     /// Let the backend copy the matrices into the layout its `linear` reads fastest
     /// (see [`ModelWeights::prepare_for_linear`]; on the CPU Q4_0, Q8_0 and K-quant Q4_K,
-    /// Q5_K, Q6_K rows interleaved by eight, which the decode GEMV reads as one stream).
+    /// Q5_K, Q6_K rows interleaved by eight, which the decode GEMV reads as one stream,
+    /// and F32, F16, BF16 matrices copied as they are onto huge pages).
     /// Default true; the copy replaces those weights' file pages in memory.
     pub prepare_weights: bool,
     /// The step arena's rows (default: [`ArenaCapacity::for_context`]): longer prompts

@@ -221,7 +221,8 @@ impl ModelWeights {
     /// The same weights with the matrices only `linear` reads (attention and FFN
     /// projections, an untied output head) in the layout `ctx`'s backend multiplies
     /// fastest ([`ExecContext::prepare_weight`]: on the CPU, Q4_0, Q8_0, Q4_K, Q5_K and
-    /// Q6_K rows interleaved by eight), or `None` when the backend keeps every one as it is. The
+    /// Q6_K rows interleaved by eight, float matrices copied onto huge pages), or `None`
+    /// when the backend keeps every one as it is. The
     /// token embedding and norms are shared, untouched. `replaced` is called with each
     /// original right after its copy is made (the loader lets the original's file pages
     /// go there, so no more than one weight is resident twice at any time).
