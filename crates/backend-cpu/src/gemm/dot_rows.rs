@@ -13,9 +13,9 @@
 //!
 //! The register tile is up to [`R_MAX`] input rows × [`C_MAX`] weight rows. One input
 //! row (decode) streams weight rows from memory over the whole depth, converting halves
-//! on the fly: one row at a time on AVX-512, four at a time on AVX2, each prefetched a
-//! page ahead (see `decode_tiles`). Four input rows
-//! or more (prefill) go in depth blocks of [`DEPTH_BLOCK`] values: a group of
+//! on the fly: one row at a time on AVX-512, four at a time on AVX2, each of those
+//! prefetched a page ahead (see `decode_tiles`). Four input rows or more (prefill) go
+//! in depth blocks of [`DEPTH_BLOCK`] values: a group of
 //! [`GROUP_ROWS`] weight rows is converted to f32 one depth block at a time (exact, so
 //! the arithmetic is the same) and stays in L1 while every 4 × 3 tile of a block of
 //! input rows passes over it; the tiles' accumulators wait in
@@ -52,7 +52,7 @@ fn decode_tiles(level: Level) -> (usize, bool) {
 
 /// Weight rows per tile with several input rows: 4 × 3 accumulators, 3 weight vectors
 /// and one input vector fill the 16 registers of AVX2. AVX-512 takes the same tile: its
-/// 4 × 4 ran at half the speed in depth blocks (docs/perf-log.md, 2026-12-03).
+/// 4 × 4 ran slower in depth blocks (docs/perf-log.md).
 const C_PREFILL: usize = 3;
 
 /// Input rows per block: each weight group's depth block is converted once per block of
@@ -468,8 +468,9 @@ fn prefetch_hint(p: *const i8) {
     let _ = p;
 }
 
-/// f32s of scratch [`linear_rows`] needs for `m` input rows: with four rows or more, a weight group's converted depth block, the accumulators and the
-/// outputs of a block of input rows by a group.
+/// f32s of scratch [`linear_rows`] needs for `m` input rows: with four rows or more, a
+/// weight group's converted depth block, the accumulators and the outputs of a block of
+/// input rows by a group.
 pub(crate) fn scratch_floats(m: usize) -> usize {
     if m < R_MAX {
         return 0;
