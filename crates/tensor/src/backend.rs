@@ -102,15 +102,50 @@ pub trait Backend: Send + Sync + Debug {
     fn linear(&self, x: &Tensor, w: &Tensor, bias: Option<&Tensor>, out: &mut Tensor)
     -> Result<()>;
 
-    /// A copy of the weight `w [N, K]` in a layout or memory this backend's `linear`
-    /// reads faster (e.g. [`DType::Q4_0R8`](crate::DType::Q4_0R8): rows interleaved for
-    /// the decode GEMV; or the same layout on huge pages), or `None` to keep `w` as it is. Called once at load for weights that only
-    /// ever meet `linear`; the copy is persistent memory, not a pool lease. The default
+    /// A copy of the weight `w [N, K]` (or a stack of expert weights `[E, N, K]`) in a
+    /// layout or memory this backend's `linear` (`expert_linear`) reads faster, or `None`
+    /// to keep `w` as it is: the same bytes on huge pages, or a layout of the backend's
+    /// own in a [`Storage::Prepared`](crate::Storage::Prepared) (the CPU's rows
+    /// interleaved by eight for the decode GEMV, each expert's rows apart), the dtype
+    /// still `w`'s. Called once at load for weights that only ever meet `linear` or
+    /// `expert_linear`; the copy is persistent memory, not a pool lease. The default
     /// keeps every weight.
     fn prepare_weight(&self, w: &Tensor) -> Result<Option<Tensor>> {
         let _ = w;
         Ok(None)
     }
+
+    /// The grouped-expert product (ggml's `mul_mat_id`): `out [T, k, N]` row `(t, s)` is
+    /// `x[t, s] · w[ids[t, s]]ᵀ (+ bias[ids[t, s]])` for the stacked weights
+    /// `w [E, N, K]` (any float or block dtype, each expert's `[N, K]` laid out as
+    /// `linear`'s weight), `x [T, k, K]` F32 (F64 with an F64 weight; dim 1 may be a
+    /// stride-0 broadcast of one row per token), U32 `ids [T, k]` and `bias [E, N]` of
+    /// `out`'s dtype. Every id is below `E` when `ids` is host memory (the context checks);
+    /// a kernel reading device ids must still never read out of bounds.
+    fn expert_linear(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        ids: &Tensor,
+        bias: Option<&Tensor>,
+        out: &mut Tensor,
+    ) -> Result<()>;
+
+    /// The `k` largest values along the last dim of `x [.., N]` (F32 or F64) in descending
+    /// order into `values [.., k]` (x's dtype) and their positions into U32
+    /// `indices [.., k]`, in the order of [`crate::ordering::ranks_above`]: NaN above
+    /// every number, equal values (and NaNs) by the lower index first.
+    fn top_k(&self, x: &Tensor, values: &mut Tensor, indices: &mut Tensor) -> Result<()>;
+
+    /// `out [.., k] = x [.., N]` at U32 `indices [.., k]` along the last dim (torch's
+    /// `gather(x, -1, indices)`); x and out share a float dtype. Every index is below `N`
+    /// when `indices` is host memory (the context checks).
+    fn gather(&self, x: &Tensor, indices: &Tensor, out: &mut Tensor) -> Result<()>;
+
+    /// `out [.., D] = Σ_s weights[.., s] · x[.., s, :]` over `x [.., k, D]` and
+    /// `weights [.., k]` (one float dtype), summed in slot order `s = 0, 1, …, k − 1`, so
+    /// a row's sum does not depend on the rows computed beside it.
+    fn weighted_sum(&self, x: &Tensor, weights: &Tensor, out: &mut Tensor) -> Result<()>;
 
     /// RMS norm over the last dim: `x / √(mean(x²) + eps) · w`.
     fn rms_norm(&self, x: &Tensor, w: &Tensor, eps: f64, out: &mut Tensor) -> Result<()>;
@@ -172,7 +207,9 @@ pub trait Backend: Send + Sync + Debug {
     ) -> Result<()>;
 
     /// Causal attention: `q [.., Tq, Hq, D]` (F32/F64), `k [.., Tk, Hkv, D]` and
-    /// `v [.., Tk, Hkv, Dv]` (F32, F16 or F64) into `out [.., Tq, Hq, Dv]` of q's dtype.
+    /// `v [.., Tk, Hkv, Dv]` (F32, F16 or a 32-value block format of
+    /// [`crate::context::KV_DTYPES`] with F32 queries; F64 with F64 ones) into
+    /// `out [.., Tq, Hq, Dv]` of q's dtype.
     fn attention(
         &self,
         q: &Tensor,

@@ -3,11 +3,15 @@
 
 mod creation;
 mod elementwise;
+mod experts;
 mod gradients;
 mod linalg;
 mod nn;
 mod reduction;
+mod routing;
 mod structural;
+
+pub use nn::KV_DTYPES;
 
 use std::sync::Arc;
 
@@ -158,7 +162,7 @@ pub(crate) fn check_output(
         });
     }
     match out.storage() {
-        crate::Storage::Mapped(_) | crate::Storage::Static(_) => {
+        crate::Storage::Mapped(_) | crate::Storage::Static(_) | crate::Storage::Prepared(_) => {
             return Err(TensorError::Argument {
                 op,
                 name: "out",

@@ -48,34 +48,33 @@ pub enum DType {
     Q6K,
     /// ggml Q8_K: 256-value super-block, f32 scale, 8-bit quants and block sums (activations).
     Q8K,
-    /// Q4_0 with the rows interleaved in groups of eight: a CPU layout made at load for
-    /// the decode GEMV (one sequential stream instead of eight), never stored in files.
-    /// Per group of eight rows and per block column: the eight f16 scales, then the
-    /// eight rows' 16 quant bytes in row order. See [`DType::row_group`].
-    Q4_0R8,
-    /// Q8_0 with the rows interleaved in groups of eight, as [`DType::Q4_0R8`]: per group
-    /// and block column the eight f16 scales, then the eight rows' 32 quant bytes in row
-    /// order (so rows `2p` and `2p + 1` are 64 contiguous bytes: one 512-bit load).
-    Q8_0R8,
-    /// Q4_K with the rows interleaved in groups of eight and the 6-bit scales unpacked
-    /// (148 bytes per row and super-block): the CPU's decode and prefill layout, made at
-    /// load, never stored in files. See `quant::interleaved_q4_k`.
-    Q4KR8,
-    /// Q6_K with the rows interleaved in groups of eight (the same 210 bytes per row
-    /// and super-block, moved so that each 32-bit lane of a kernel's vector is one row):
-    /// the CPU's decode layout, made at load, never stored in files. See
-    /// `quant::interleaved_q6_k`.
-    Q6KR8,
-    /// Q5_K with the rows interleaved in groups of eight and the 6-bit scales unpacked
-    /// (180 bytes per row and super-block), as [`DType::Q4KR8`] plus the fifth bits:
-    /// the CPU's decode layout, made at load, never stored in files. See
-    /// `quant::interleaved_q5_k`.
-    Q5KR8,
+    /// ggml IQ2_XXS: 256-value super-block, 2.06 bits per value (8-value grid entries).
+    IQ2XXS,
+    /// ggml IQ2_XS: 256-value super-block, 2.31 bits per value.
+    IQ2XS,
+    /// ggml IQ3_XXS: 256-value super-block, 3.06 bits per value (4-value grid entries).
+    IQ3XXS,
+    /// ggml IQ1_S: 256-value super-block, 1.56 bits per value (ternary grid entries).
+    IQ1S,
+    /// ggml IQ4_NL: 32 values, one f16 scale, 4-bit indices into 16 non-linear levels.
+    IQ4NL,
+    /// ggml IQ3_S: 256-value super-block, 3.44 bits per value.
+    IQ3S,
+    /// ggml IQ2_S: 256-value super-block, 2.56 bits per value.
+    IQ2S,
+    /// ggml IQ4_XS: 256-value super-block, IQ4_NL's levels with 6-bit sub-block scales.
+    IQ4XS,
+    /// ggml IQ1_M: 256-value super-block, 1.75 bits per value.
+    IQ1M,
+    /// ggml TQ1_0: 256-value super-block, ternary values five to a byte (1.69 bits).
+    TQ1_0,
+    /// ggml TQ2_0: 256-value super-block, ternary values in 2 bits each.
+    TQ2_0,
 }
 
 impl DType {
     /// Every dtype, in declaration order.
-    pub const ALL: [DType; 24] = [
+    pub const ALL: [DType; 30] = [
         DType::F64,
         DType::F32,
         DType::F16,
@@ -95,11 +94,17 @@ impl DType {
         DType::Q5K,
         DType::Q6K,
         DType::Q8K,
-        DType::Q4_0R8,
-        DType::Q8_0R8,
-        DType::Q4KR8,
-        DType::Q6KR8,
-        DType::Q5KR8,
+        DType::IQ2XXS,
+        DType::IQ2XS,
+        DType::IQ3XXS,
+        DType::IQ1S,
+        DType::IQ4NL,
+        DType::IQ3S,
+        DType::IQ2S,
+        DType::IQ4XS,
+        DType::IQ1M,
+        DType::TQ1_0,
+        DType::TQ2_0,
     ];
 
     /// Elements per storage unit: 1 for plain dtypes, 32 or 256 for block formats.
@@ -108,9 +113,10 @@ impl DType {
             DType::F64 | DType::F32 | DType::F16 | DType::BF16 => 1,
             DType::I32 | DType::U32 | DType::U8 => 1,
             DType::Q4_0 | DType::Q4_1 | DType::Q5_0 | DType::Q5_1 | DType::Q8_0 | DType::Q8_1 => 32,
-            DType::Q4_0R8 | DType::Q8_0R8 => 32,
+            DType::IQ4NL => 32,
             DType::Q2K | DType::Q3K | DType::Q4K | DType::Q5K | DType::Q6K | DType::Q8K => 256,
-            DType::Q4KR8 | DType::Q5KR8 | DType::Q6KR8 => 256,
+            DType::IQ2XXS | DType::IQ2XS | DType::IQ2S | DType::IQ3XXS | DType::IQ3S => 256,
+            DType::IQ1S | DType::IQ1M | DType::IQ4XS | DType::TQ1_0 | DType::TQ2_0 => 256,
         }
     }
 
@@ -122,20 +128,27 @@ impl DType {
             DType::F32 | DType::I32 | DType::U32 => 4,
             DType::F16 | DType::BF16 => 2,
             DType::U8 => 1,
-            DType::Q4_0 | DType::Q4_0R8 => 18,
+            DType::Q4_0 | DType::IQ4NL => 18,
             DType::Q4_1 => 20,
             DType::Q5_0 => 22,
             DType::Q5_1 => 24,
-            DType::Q8_0 | DType::Q8_0R8 => 34,
+            DType::Q8_0 => 34,
             DType::Q8_1 => 36,
             DType::Q2K => 84,
             DType::Q3K => 110,
             DType::Q4K => 144,
-            DType::Q4KR8 => 148,
-            DType::Q5KR8 => 180,
             DType::Q5K => 176,
-            DType::Q6K | DType::Q6KR8 => 210,
+            DType::Q6K => 210,
             DType::Q8K => 292,
+            DType::IQ2XXS | DType::TQ2_0 => 66,
+            DType::IQ2XS => 74,
+            DType::IQ2S => 82,
+            DType::IQ3XXS => 98,
+            DType::IQ3S => 110,
+            DType::IQ1S => 50,
+            DType::IQ1M => 56,
+            DType::IQ4XS => 136,
+            DType::TQ1_0 => 54,
         }
     }
 
@@ -176,18 +189,21 @@ impl DType {
             DType::Q5K => 13,
             DType::Q6K => 14,
             DType::Q8K => 15,
+            DType::IQ2XXS => 16,
+            DType::IQ2XS => 17,
+            DType::IQ3XXS => 18,
+            DType::IQ1S => 19,
+            DType::IQ4NL => 20,
+            DType::IQ3S => 21,
+            DType::IQ2S => 22,
+            DType::IQ4XS => 23,
+            DType::IQ1M => 29,
+            DType::TQ1_0 => 34,
+            DType::TQ2_0 => 35,
             DType::I32 => 26,
             DType::F64 => 28,
             DType::BF16 => 30,
-            DType::U32
-            | DType::U8
-            | DType::Q4_0R8
-            | DType::Q8_0R8
-            | DType::Q4KR8
-            | DType::Q5KR8
-            | DType::Q6KR8 => {
-                return None;
-            }
+            DType::U32 | DType::U8 => return None,
         })
     }
 
@@ -208,6 +224,17 @@ impl DType {
             13 => DType::Q5K,
             14 => DType::Q6K,
             15 => DType::Q8K,
+            16 => DType::IQ2XXS,
+            17 => DType::IQ2XS,
+            18 => DType::IQ3XXS,
+            19 => DType::IQ1S,
+            20 => DType::IQ4NL,
+            21 => DType::IQ3S,
+            22 => DType::IQ2S,
+            23 => DType::IQ4XS,
+            29 => DType::IQ1M,
+            34 => DType::TQ1_0,
+            35 => DType::TQ2_0,
             26 => DType::I32,
             28 => DType::F64,
             30 => DType::BF16,
@@ -237,46 +264,17 @@ impl DType {
             DType::Q5K => "q5_K",
             DType::Q6K => "q6_K",
             DType::Q8K => "q8_K",
-            DType::Q4_0R8 => "q4_0_r8",
-            DType::Q8_0R8 => "q8_0_r8",
-            DType::Q4KR8 => "q4_K_r8",
-            DType::Q6KR8 => "q6_K_r8",
-            DType::Q5KR8 => "q5_K_r8",
-        }
-    }
-
-    /// Rows interleaved per group: 8 for the `R8` layouts, 1 for every other dtype.
-    /// An interleaved tensor `[N, K]` is contiguous, `N` a multiple of the group;
-    /// `block_len` and `block_bytes` are per row and block, averaged over the group.
-    pub const fn row_group(self) -> usize {
-        match self {
-            DType::Q4_0R8 | DType::Q8_0R8 | DType::Q4KR8 | DType::Q5KR8 | DType::Q6KR8 => 8,
-            _ => 1,
-        }
-    }
-
-    /// The format an interleaved layout holds the blocks of (`Q4_0` for `Q4_0R8`), or
-    /// the dtype itself.
-    pub const fn base_format(self) -> DType {
-        match self {
-            DType::Q4_0R8 => DType::Q4_0,
-            DType::Q8_0R8 => DType::Q8_0,
-            DType::Q4KR8 => DType::Q4K,
-            DType::Q5KR8 => DType::Q5K,
-            DType::Q6KR8 => DType::Q6K,
-            other => other,
-        }
-    }
-
-    /// The interleaved layout of this format, if there is one.
-    pub const fn interleaved(self) -> Option<DType> {
-        match self {
-            DType::Q4_0 => Some(DType::Q4_0R8),
-            DType::Q8_0 => Some(DType::Q8_0R8),
-            DType::Q4K => Some(DType::Q4KR8),
-            DType::Q5K => Some(DType::Q5KR8),
-            DType::Q6K => Some(DType::Q6KR8),
-            _ => None,
+            DType::IQ2XXS => "iq2_xxs",
+            DType::IQ2XS => "iq2_xs",
+            DType::IQ3XXS => "iq3_xxs",
+            DType::IQ1S => "iq1_s",
+            DType::IQ4NL => "iq4_nl",
+            DType::IQ3S => "iq3_s",
+            DType::IQ2S => "iq2_s",
+            DType::IQ4XS => "iq4_xs",
+            DType::IQ1M => "iq1_m",
+            DType::TQ1_0 => "tq1_0",
+            DType::TQ2_0 => "tq2_0",
         }
     }
 }
@@ -312,5 +310,33 @@ mod tests {
         assert_eq!(DType::Q6K.bytes_for(512), Some(420));
         assert_eq!(DType::F16.bytes_for(3), Some(6));
         assert_eq!(DType::F32.bytes_for(usize::MAX), None);
+    }
+
+    /// ggml's `type_traits` (block size, type size) and `ggml_type` ids of the I-quants
+    /// and ternary types.
+    #[test]
+    fn i_quants_have_ggml_sizes_and_ids() {
+        let expected = [
+            (DType::IQ2XXS, 16, 256, 66),
+            (DType::IQ2XS, 17, 256, 74),
+            (DType::IQ3XXS, 18, 256, 98),
+            (DType::IQ1S, 19, 256, 50),
+            (DType::IQ4NL, 20, 32, 18),
+            (DType::IQ3S, 21, 256, 110),
+            (DType::IQ2S, 22, 256, 82),
+            (DType::IQ4XS, 23, 256, 136),
+            (DType::IQ1M, 29, 256, 56),
+            (DType::TQ1_0, 34, 256, 54),
+            (DType::TQ2_0, 35, 256, 66),
+        ];
+        for (dtype, id, block_len, block_bytes) in expected {
+            assert_eq!(dtype.gguf_type_id(), Some(id), "{dtype}");
+            assert_eq!(DType::from_gguf_type_id(id), Some(dtype));
+            assert_eq!(
+                (dtype.block_len(), dtype.block_bytes()),
+                (block_len, block_bytes)
+            );
+            assert!(dtype.is_quantized());
+        }
     }
 }

@@ -134,6 +134,20 @@ pub enum TensorError {
         /// Where it must be.
         expected: &'static str,
     },
+    /// The bytes of a weight in a backend's prepared layout were asked for as its dtype's
+    /// (read it through `Storage::read_bytes`, or use the original tensor).
+    #[error(
+        "{op}: the weight is in the {backend} backend's prepared layout {layout}, which only \
+         that backend's kernels read"
+    )]
+    Prepared {
+        /// The op that asked.
+        op: &'static str,
+        /// The backend that prepared it.
+        backend: &'static str,
+        /// The prepared layout.
+        layout: &'static str,
+    },
     /// The backend does not implement an op for these inputs.
     #[error("{op}: not supported by backend {backend} for {what}")]
     Unsupported {

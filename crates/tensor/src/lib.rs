@@ -5,8 +5,8 @@
 //! - [`DType`] and [`quant`]: plain dtypes and GGUF block formats, with scalar reference
 //!   quantize/dequantize and dot products that every fast kernel is tested against.
 //! - [`Shape`], [`Layout`]: shape, strides in storage units and offset, stored inline.
-//! - [`Storage`], [`Tensor`]: refcounted memory (pooled, owned, mapped, static, device)
-//!   and cheap views over it.
+//! - [`Storage`], [`Tensor`]: refcounted memory (pooled, owned, mapped, static, device,
+//!   a backend's [`PreparedStorage`]) and cheap views over it.
 //! - [`ExecContext`]: validates ops, takes outputs from the backend's pool, calls the
 //!   [`Backend`]; [`ReferenceBackend`] is the scalar specification of every op.
 //! - [`compare::nmse`]: the one error metric cross-backend comparisons use;
@@ -22,6 +22,8 @@ pub mod error;
 pub mod handoff;
 pub mod layout;
 pub mod op_kinds;
+pub mod ordering;
+pub mod prepared;
 pub mod quant;
 pub mod random;
 pub mod reference;
@@ -41,6 +43,7 @@ pub use half;
 pub use handoff::{HandoffCounter, Handoffs};
 pub use layout::{Layout, Runs, StridedIndex, broadcast_shapes};
 pub use op_kinds::{BinaryOp, ReduceOp, UnaryOp};
+pub use prepared::PreparedStorage;
 pub use reference::ReferenceBackend;
 pub use rope::{RopeConfig, RopeScaling, RopeStyle};
 pub use shape::{MAX_RANK, Shape};

@@ -4,11 +4,13 @@
 
 mod copy;
 mod elementwise;
+mod experts;
 mod gradients;
 mod host_access;
 mod linalg;
 mod nn;
 mod reduction;
+mod routing;
 
 use tempra_pool::{HostPool, PoolStats};
 
@@ -114,6 +116,29 @@ impl Backend for ReferenceBackend {
         out: &mut Tensor,
     ) -> Result<()> {
         linalg::linear(x, w, bias, out)
+    }
+
+    fn expert_linear(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        ids: &Tensor,
+        bias: Option<&Tensor>,
+        out: &mut Tensor,
+    ) -> Result<()> {
+        experts::expert_linear(x, w, ids, bias, out)
+    }
+
+    fn top_k(&self, x: &Tensor, values: &mut Tensor, indices: &mut Tensor) -> Result<()> {
+        routing::top_k(x, values, indices)
+    }
+
+    fn gather(&self, x: &Tensor, indices: &Tensor, out: &mut Tensor) -> Result<()> {
+        routing::gather(x, indices, out)
+    }
+
+    fn weighted_sum(&self, x: &Tensor, weights: &Tensor, out: &mut Tensor) -> Result<()> {
+        routing::weighted_sum(x, weights, out)
     }
 
     fn rms_norm(&self, x: &Tensor, w: &Tensor, eps: f64, out: &mut Tensor) -> Result<()> {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use tempra_pool::{HostBlock, HostLease, HostMemory, Memory};
 
 use crate::error::{Result, TensorError};
+use crate::prepared::PreparedStorage;
 
 /// Memory on a device (a GPU buffer), type-erased so this crate never names a GPU API.
 /// The GPU backend implements it; kernels downcast through [`DeviceStorage::as_any`].
@@ -69,6 +70,9 @@ impl MappedBytes {
 /// - `Mapped`: bytes borrowed from a file mapping or another long-lived owner, zero-copy.
 /// - `Static`: bytes embedded in the binary.
 /// - `Device`: memory owned by a device backend.
+/// - `Prepared`: a weight in a layout only one backend's kernels read (see
+///   [`PreparedStorage`]); its dtype's own bytes are read back through
+///   [`Storage::read_bytes`].
 pub enum Storage {
     /// A pooled host lease.
     Pooled(HostLease),
@@ -80,6 +84,8 @@ pub enum Storage {
     Static(&'static [u8]),
     /// Device memory.
     Device(Box<dyn DeviceStorage>),
+    /// A backend's prepared weight.
+    Prepared(Box<dyn PreparedStorage>),
 }
 
 impl Storage {
@@ -115,6 +121,7 @@ impl Storage {
             Storage::Mapped(mapped) => mapped.len,
             Storage::Static(bytes) => bytes.len(),
             Storage::Device(device) => device.byte_len(),
+            Storage::Prepared(prepared) => prepared.byte_len(),
         }
     }
 
@@ -126,9 +133,18 @@ impl Storage {
         }
     }
 
-    /// Whether the bytes are host-addressable.
+    /// Whether the bytes are host-addressable in the tensor's dtype layout (not device
+    /// memory, not a prepared layout).
     pub fn is_host(&self) -> bool {
-        !matches!(self, Storage::Device(_))
+        !matches!(self, Storage::Device(_) | Storage::Prepared(_))
+    }
+
+    /// The prepared weight behind this storage, if it is one.
+    pub fn prepared(&self) -> Option<&dyn PreparedStorage> {
+        match self {
+            Storage::Prepared(prepared) => Some(&**prepared),
+            _ => None,
+        }
     }
 
     /// The host bytes, or an error for device storage.
@@ -143,6 +159,7 @@ impl Storage {
                 found: device.backend_name(),
                 expected: "host",
             }),
+            Storage::Prepared(prepared) => Err(prepared_error("host_bytes", &**prepared)),
         }
     }
 
@@ -161,13 +178,17 @@ impl Storage {
                 found: device.backend_name(),
                 expected: "host",
             }),
+            Storage::Prepared(prepared) => Err(prepared_error("host_bytes_mut", &**prepared)),
         }
     }
 
-    /// Copies `dst.len()` bytes starting at byte `offset` into `dst`, from any storage.
+    /// Copies `dst.len()` bytes starting at byte `offset` into `dst`, from any storage:
+    /// the bytes of the tensor's dtype layout (a prepared weight's converted back).
     pub fn read_bytes(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
-        if let Storage::Device(device) = self {
-            return device.read_bytes(offset, dst);
+        match self {
+            Storage::Device(device) => return device.read_bytes(offset, dst),
+            Storage::Prepared(prepared) => return prepared.read_bytes(offset, dst),
+            _ => {}
         }
         let src = self.host_bytes()?;
         let end = offset
@@ -190,7 +211,17 @@ impl Storage {
             Storage::Mapped(_) => "mapped",
             Storage::Static(_) => "static",
             Storage::Device(_) => "device",
+            Storage::Prepared(_) => "prepared",
         }
+    }
+}
+
+/// The error for reading a prepared weight's bytes as its dtype's.
+fn prepared_error(op: &'static str, prepared: &dyn PreparedStorage) -> TensorError {
+    TensorError::Prepared {
+        op,
+        backend: prepared.backend_name(),
+        layout: prepared.layout_name(),
     }
 }
 
@@ -228,6 +259,7 @@ impl fmt::Debug for Storage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Storage::Device(device) => write!(f, "Device({device:?})"),
+            Storage::Prepared(prepared) => write!(f, "Prepared({prepared:?})"),
             other => write!(f, "{}({} bytes)", other.kind(), other.byte_len()),
         }
     }

@@ -57,6 +57,7 @@ fn into_variants_equal_the_allocating_ops() -> Result<(), TensorError> {
         theta: 10000.0,
         style: RopeStyle::Neox,
         scaling: RopeScaling::None,
+        attention_factor: 1.0,
     };
     let mut roped = c.output(&[3, 2, 4], DType::F32)?;
     c.rope_into(&heads, &positions, &rope, None, &mut roped)?;
@@ -77,6 +78,32 @@ fn into_variants_equal_the_allocating_ops() -> Result<(), TensorError> {
         values(&attn),
         values(&c.attention(&roped, &heads, &heads, &params)?)
     );
+
+    let router = c.randn(&[3, 6], DType::F32, 0.0, 1.0, 6)?;
+    let (mut top, mut chosen) = (
+        c.output(&[3, 2], DType::F32)?,
+        c.output(&[3, 2], DType::U32)?,
+    );
+    c.top_k_into(&router, 2, &mut top, &mut chosen)?;
+    let (want_top, want_chosen) = c.top_k(&router, 2)?;
+    assert_eq!(values(&top), values(&want_top));
+    assert_eq!(chosen.to_vec::<u32>()?, want_chosen.to_vec::<u32>()?);
+    let mut picked = c.output(&[3, 2], DType::F32)?;
+    c.gather_into(&router, &chosen, &mut picked)?;
+    assert_eq!(values(&picked), values(&top));
+    let experts = c.randn(&[6, 5, 8], DType::F32, 0.0, 1.0, 7)?;
+    let mut slots = c.output(&[3, 2, 5], DType::F32)?;
+    let tokens = x.unsqueeze(1)?;
+    c.expert_linear_into(&tokens, &experts, &chosen, None, &mut slots)?;
+    let want = c.expert_linear(&tokens, &experts, &chosen, None)?;
+    assert_eq!(values(&slots), values(&want));
+    let mut combined = c.output(&[3, 5], DType::F32)?;
+    c.weighted_sum_into(&slots, &top, &mut combined)?;
+    assert_eq!(values(&combined), values(&c.weighted_sum(&slots, &top)?));
+    // Two outputs of top_k may not share a buffer.
+    let mut same = c.output(&[3, 2], DType::F32)?;
+    let mut alias = same.clone();
+    assert!(c.top_k_into(&router, 2, &mut same, &mut alias).is_err());
 
     let mut ids_out = c.output(&[3], DType::U32)?;
     c.write_from_slice(&[7u32, 8, 9], &mut ids_out)?;

@@ -1,16 +1,19 @@
 //! The block formats against two peer implementations, from goldens in
 //! `tests/data/quant/` (see its README.md and make_quant_goldens.py; no Python runs here):
 //!
-//! - the `gguf` Python package: dequantization of every storage format and quantization
-//!   of Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0, bit- and byte-exact;
-//! - ggml's own C reference code: quantization of all twelve formats (including the
-//!   K-quants and the activation formats Q8_1 and Q8_K), byte-exact, and the scalar
-//!   quantized dot products.
+//! - the `gguf` Python package: dequantization of every storage format (the I-quants and
+//!   ternary formats included) and quantization of Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0, bit-
+//!   and byte-exact;
+//! - ggml's own C reference code: quantization of the twelve legacy and K formats
+//!   (including the activation formats Q8_1 and Q8_K) and of IQ4_NL, IQ4_XS, TQ1_0 and
+//!   TQ2_0, byte-exact, and the scalar quantized dot products of all of them.
+//!
+//! `tests/iquant_files.rs` checks blocks from files `llama-quantize` wrote.
 
 use std::path::PathBuf;
 
 use tempra_tensor::DType;
-use tempra_tensor::quant::{dequantize_row, quantize_row, vec_dot, vec_dot_dtype};
+use tempra_tensor::quant::{I_QUANTS, dequantize_row, quantize_row, vec_dot, vec_dot_dtype};
 
 const LEGACY: [DType; 5] = [
     DType::Q4_0,
@@ -20,6 +23,8 @@ const LEGACY: [DType; 5] = [
     DType::Q8_0,
 ];
 const K_QUANTS: [DType; 5] = [DType::Q2K, DType::Q3K, DType::Q4K, DType::Q5K, DType::Q6K];
+/// The I-quant and ternary formats ggml quantizes without an importance matrix.
+const I_QUANTIZABLE: [DType; 4] = [DType::IQ4NL, DType::IQ4XS, DType::TQ1_0, DType::TQ2_0];
 const ALL: [DType; 12] = [
     DType::Q4_0,
     DType::Q4_1,
@@ -87,7 +92,7 @@ fn assert_same_bytes(dtype: DType, what: &str, got: &[u8], expected: &[u8]) {
 
 #[test]
 fn dequantize_matches_gguf_on_random_blocks() {
-    for dtype in LEGACY.into_iter().chain(K_QUANTS) {
+    for dtype in LEGACY.into_iter().chain(K_QUANTS).chain(I_QUANTS) {
         let blocks = golden(&format!("{dtype}.random.bin"));
         let expected = golden_f32(&format!("{dtype}.random.dequant.f32"));
         assert_same_bits(
@@ -130,7 +135,7 @@ fn quantize_matches_gguf_bytes() {
 #[test]
 fn quantize_matches_ggml_reference_bytes() {
     let input = golden_f32("ggml/input.f32");
-    for dtype in ALL {
+    for dtype in ALL.into_iter().chain(I_QUANTIZABLE) {
         let expected = golden(&format!("ggml/{dtype}.bin"));
         assert_same_bytes(
             dtype,
@@ -151,19 +156,27 @@ fn quantize_matches_ggml_reference_bytes() {
     }
 }
 
-/// ggml's scalar dot products against ours, row by row (4 rows of 512 values).
+/// ggml's scalar dot products against ours, row by row (4 rows of 512 values; the
+/// I-quants that ggml cannot quantize without an importance matrix on the random blocks
+/// of the gguf goldens).
 ///
-/// For the 32-value formats and Q2_K both sum one f32 term per block in block order, so
-/// the results are bit-equal. ggml's scalar Q3_K..Q6_K code spreads each block's integer
-/// sum over 8 lanes and accumulates `d * lane` across blocks per lane; ours scales each
-/// block's exact integer sum once. Same integers, different f32 rounding: those agree to
-/// within 1e-5 of the sum of the terms' magnitudes.
+/// For the 32-value formats, Q2_K, the ternary formats and the IQ1/IQ2/IQ3 formats both
+/// sum one f32 term per block in block order (ggml's per-row power-of-two factor of the
+/// IQ2/IQ3 formats is exact either way), so the results are bit-equal. ggml's scalar
+/// Q3_K..Q6_K code spreads each block's integer sum over 8 lanes and accumulates
+/// `d * lane` across blocks per lane, and its IQ4_XS code scales each 32-value sub-block
+/// in f32; ours scales each block's exact integer sum once. Same integers, different f32
+/// rounding: those agree to within 1e-5 of the sum of the terms' magnitudes.
 #[test]
 fn vec_dot_matches_ggml_reference() {
     const ROW: usize = 512;
-    for dtype in LEGACY.into_iter().chain(K_QUANTS) {
+    for dtype in LEGACY.into_iter().chain(K_QUANTS).chain(I_QUANTS) {
         let act_dtype = vec_dot_dtype(dtype);
-        let w = golden(&format!("ggml/{dtype}.bin"));
+        let w = if I_QUANTS.contains(&dtype) && !I_QUANTIZABLE.contains(&dtype) {
+            golden(&format!("{dtype}.random.bin"))
+        } else {
+            golden(&format!("ggml/{dtype}.bin"))
+        };
         let act = golden(&format!("ggml/act.{act_dtype}.bin"));
         let expected = golden_f32(&format!("ggml/{dtype}.vec_dot.f32"));
         let (w_row, act_row) = (
@@ -175,7 +188,11 @@ fn vec_dot_matches_ggml_reference() {
             let w_bytes = &w[r * w_row..(r + 1) * w_row];
             let act_bytes = &act[r * act_row..(r + 1) * act_row];
             let got = vec_dot(dtype, w_bytes, act_bytes).unwrap();
-            if LEGACY.contains(&dtype) || dtype == DType::Q2K {
+            let scaled_per_lane = matches!(
+                dtype,
+                DType::Q3K | DType::Q4K | DType::Q5K | DType::Q6K | DType::IQ4XS
+            );
+            if !scaled_per_lane {
                 assert_eq!(
                     got.to_bits(),
                     want.to_bits(),

@@ -408,6 +408,7 @@ fn run_op(
                 theta: num("theta"),
                 style,
                 scaling,
+                attention_factor: 1.0,
             };
             let (x, positions) = (get(&inp, "x"), get(&inp, "positions"));
             if op == "rope" {
@@ -417,6 +418,16 @@ fn run_op(
             }
         }
         "embedding" => ctx.embedding(&get(&inp, "table"), &get(&inp, "ids"))?,
+        "top_k_values" => ctx.top_k(&get(&inp, "x"), int("k"))?.0,
+        "top_k_indices" => ctx.top_k(&get(&inp, "x"), int("k"))?.1,
+        "gather" => ctx.gather(&get(&inp, "x"), &get(&inp, "indices"))?,
+        "weighted_sum" => ctx.weighted_sum(&get(&inp, "x"), &get(&inp, "weights"))?,
+        "expert_linear" => ctx.expert_linear(
+            &get(&inp, "x"),
+            &get(&inp, "w"),
+            &get(&inp, "ids"),
+            inp.get("bias"),
+        )?,
         "attention" => {
             let params = AttentionParams {
                 scale: num("scale") as f32,
@@ -517,18 +528,24 @@ fn golden_structural() {
     run_family("structural", Select::Plain);
 }
 
-/// The Q8_0 cases (a Q8_0 `linear` weight, a Q8_0 `embedding` table), compared with
+#[test]
+fn golden_moe() {
+    run_family("moe", Select::Plain);
+}
+
+/// The Q8_0 cases (a Q8_0 `linear` weight, a Q8_0 `embedding` table, Q8_0 expert
+/// weights), compared with
 /// numpy's port of ggml's `quantize_row_q8_0_ref` + dequantize.
 ///
 /// Depends on the quant module (`src/quant`): this test (and the next) failed while that
 /// module was a placeholder returning "quant module pending".
 #[test]
 fn golden_q8_0_cases_need_quant_module() {
-    let ran: usize = ["linear", "embedding"]
+    let ran: usize = ["linear", "embedding", "moe"]
         .iter()
         .map(|f| run_family(f, Select::Quant))
         .sum();
-    assert_eq!(ran, 3, "expected three Q8_0 golden cases");
+    assert_eq!(ran, 4, "expected four Q8_0 golden cases");
 }
 
 /// `linear` and `embedding` over a Q8_0 tensor agree with the same ops over its

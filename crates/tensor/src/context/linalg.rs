@@ -27,6 +27,28 @@ fn product_dtype(op: &'static str, a: DType, b: DType) -> Result<DType> {
     }
 }
 
+/// The output dtype of a product of input `x` with weight `w` (`linear`,
+/// `expert_linear`): F32 for an F32 input and any float or block weight but F64; F64 for
+/// two F64s.
+pub(crate) fn linear_dtype(op: &'static str, x: &Tensor, w: &Tensor) -> Result<DType> {
+    match (x.dtype(), w.dtype()) {
+        (DType::F64, DType::F64) => Ok(DType::F64),
+        (DType::F32, w) if w != DType::F64 && !matches!(w, DType::I32 | DType::U32 | DType::U8) => {
+            Ok(DType::F32)
+        }
+        (DType::F32, w) => Err(TensorError::DType {
+            op,
+            dtype: w,
+            what: "a float or block weight",
+        }),
+        (x, _) => Err(TensorError::DType {
+            op,
+            dtype: x,
+            what: "f32 input (f64 with an f64 weight)",
+        }),
+    }
+}
+
 impl ExecContext {
     /// `a [.., M, K] · b [.., K, N] → [.., M, N]` with broadcast batch dims; strided and
     /// transposed views are used as they are (no copies). F32/F16/BF16 inputs give F32,
@@ -100,28 +122,7 @@ impl ExecContext {
         dest: Dest<'_>,
     ) -> Result<Option<Tensor>> {
         const OP: &str = "linear";
-        let dtype = match (x.dtype(), w.dtype()) {
-            (DType::F64, DType::F64) => DType::F64,
-            (DType::F32, w)
-                if w != DType::F64 && !matches!(w, DType::I32 | DType::U32 | DType::U8) =>
-            {
-                DType::F32
-            }
-            (DType::F32, w) => {
-                return Err(TensorError::DType {
-                    op: OP,
-                    dtype: w,
-                    what: "a float or block weight",
-                });
-            }
-            (x, _) => {
-                return Err(TensorError::DType {
-                    op: OP,
-                    dtype: x,
-                    what: "f32 input (f64 with an f64 weight)",
-                });
-            }
-        };
+        let dtype = linear_dtype(OP, x, w)?;
         if w.rank() != 2 {
             return Err(TensorError::Rank {
                 op: OP,
@@ -160,7 +161,6 @@ impl ExecContext {
                 });
             }
         }
-        crate::quant::check_interleaved_weight(OP, w)?;
         let mut shape = *x.shape();
         let last = shape.rank() - 1;
         shape.dims_mut()[last] = n;
@@ -170,17 +170,21 @@ impl ExecContext {
         })
     }
 
-    /// The weight `w [N, K]` in the layout this context's backend multiplies fastest in
-    /// [`linear`](Self::linear), or `None` when `w` is best kept as it is (see
+    /// The weight `w [N, K]` (or the stacked expert weights `[E, N, K]` of
+    /// [`expert_linear`](Self::expert_linear)) in the layout this context's backend
+    /// multiplies fastest in [`linear`](Self::linear) (`expert_linear`), or `None` when
+    /// `w` is best kept as it is (see
     /// [`Backend::prepare_weight`](crate::Backend::prepare_weight)). Only for weights
-    /// that are used by nothing but `linear`: the copy may be in a layout other ops
-    /// reject.
+    /// that are used by nothing but those products: the copy may be in a layout only the
+    /// backend's products read directly (other ops and backends read it converted back,
+    /// see [`PreparedStorage`](crate::PreparedStorage)). A prepared stack's expert `e`,
+    /// `w.select(0, e)`, is a `linear` weight of that layout.
     pub fn prepare_weight(&self, w: &Tensor) -> Result<Option<Tensor>> {
-        if w.rank() != 2 {
+        if !matches!(w.rank(), 2 | 3) {
             return Err(TensorError::Rank {
                 op: "prepare_weight",
                 rank: w.rank(),
-                what: "2 for the weight [N, K]",
+                what: "2 for a weight [N, K] or 3 for expert weights [E, N, K]",
             });
         }
         self.backend.prepare_weight(w)

@@ -4,9 +4,21 @@ use crate::attention::AttentionParams;
 use crate::context::{COMPUTE_FLOATS, Dest, ExecContext, expect_dtype, fresh, shape_for};
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
-use crate::rope::RopeConfig;
+use crate::rope::{RopeConfig, RopeScaling};
 use crate::shape::Shape;
 use crate::tensor::Tensor;
+
+/// The dtypes attention reads keys and values in with f32 queries: floats, and the
+/// 32-value block formats of a quantized KV cache.
+pub const KV_DTYPES: [DType; 7] = [
+    DType::F32,
+    DType::F16,
+    DType::Q8_0,
+    DType::Q4_0,
+    DType::Q4_1,
+    DType::Q5_0,
+    DType::Q5_1,
+];
 
 /// Float dtypes accepted for norm weights.
 const WEIGHT_FLOATS: &[DType] = &[DType::F32, DType::F16, DType::BF16, DType::F64];
@@ -175,15 +187,41 @@ impl ExecContext {
             || !rd.is_multiple_of(2)
             || rd > d
             || !(config.theta.is_finite() && config.theta > 0.0)
+            || !(config.attention_factor.is_finite() && config.attention_factor > 0.0)
         {
             return Err(TensorError::Argument {
                 op,
                 name: "config",
                 reason: format!(
-                    "rotary_dims {rd} must be even, in 2..={d}; theta {} must be > 0",
-                    config.theta
+                    "rotary_dims {rd} must be even, in 2..={d}; theta {} and the attention \
+                     factor {} must be finite and > 0",
+                    config.theta, config.attention_factor
                 ),
             });
+        }
+        if let RopeScaling::Yarn {
+            factor,
+            original_max_position,
+            beta_fast,
+            beta_slow,
+            ext_factor,
+        } = config.scaling
+        {
+            let positive = |v: f64| v.is_finite() && v > 0.0;
+            let all_positive = [factor, original_max_position, beta_fast, beta_slow]
+                .into_iter()
+                .all(positive);
+            if !all_positive || !ext_factor.is_finite() {
+                return Err(TensorError::Argument {
+                    op,
+                    name: "config",
+                    reason: format!(
+                        "YaRN needs a factor, original context and betas > 0 and a finite \
+                         ext_factor ({:?})",
+                        config.scaling
+                    ),
+                });
+            }
         }
         if let Some(ff) = freq_factors {
             expect_dtype(op, ff, &[DType::F32], "f32 freq factors")?;
@@ -300,10 +338,20 @@ impl ExecContext {
         let kv_types: &[DType] = if q.dtype() == DType::F64 {
             &[DType::F64]
         } else {
-            &[DType::F32, DType::F16]
+            &KV_DTYPES
         };
-        expect_dtype(OP, k, kv_types, "f32/f16 keys (f64 with f64 queries)")?;
-        expect_dtype(OP, v, kv_types, "f32/f16 values (f64 with f64 queries)")?;
+        expect_dtype(
+            OP,
+            k,
+            kv_types,
+            "f32/f16/q8_0/q4_0/q4_1/q5_0/q5_1 keys (f64 with f64 queries)",
+        )?;
+        expect_dtype(
+            OP,
+            v,
+            kv_types,
+            "f32/f16/q8_0/q4_0/q4_1/q5_0/q5_1 values (f64 with f64 queries)",
+        )?;
         let r = q.rank();
         if r < 3 || k.rank() != r || v.rank() != r {
             return Err(TensorError::Rank {

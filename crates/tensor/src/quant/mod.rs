@@ -1,13 +1,17 @@
 //! GGUF/ggml block-quantization formats.
 //!
 //! Each format is one `#[repr(C)]` [`bytemuck::Pod`] struct, byte-compatible with ggml's
-//! `block_*` type of the same name, with the scalar reference quantizer and dequantizer
-//! ([`QuantBlock`]) and the scalar reference quantized dot product ([`QuantDot`]). These
-//! are the executable specification that every fast kernel (SIMD CPU, WGSL) is tested
-//! against:
+//! `block_*` type of the same name, with the scalar reference dequantizer
+//! ([`QuantBlock`]), the quantizer where the format has one without an importance matrix
+//! ([`QuantizeBlock`]) and the scalar reference quantized dot product ([`QuantDot`]).
+//! These are the executable specification that every fast kernel (SIMD CPU, WGSL) is
+//! tested against:
 //!
-//! - quantization follows ggml's `quantize_row_*_ref` (no importance matrix), so a tensor
-//!   quantized here has the bytes `llama-quantize` would write;
+//! - quantization follows what `llama-quantize` runs without an importance matrix
+//!   (ggml's `quantize_row_*_ref`; `quantize_iq4_nl`/`quantize_iq4_xs` for the IQ4
+//!   formats), so a tensor quantized here has the bytes `llama-quantize` would write; the
+//!   IQ1, IQ2 and IQ3 formats are read, never written (llama.cpp needs an importance
+//!   matrix for most of them), and [`quantize_row`] says so;
 //! - dequantization follows ggml's `dequantize_row_*`, bit for bit;
 //! - [`vec_dot`] follows ggml's scalar `ggml_vec_dot_*_q8_*`: integer sums per block,
 //!   scaled once per block.
@@ -16,10 +20,18 @@
 //! they take raw bytes at any alignment, check every length and return a
 //! [`TensorError`] rather than panic.
 
-mod interleaved;
-pub mod interleaved_q4_k;
-pub mod interleaved_q5_k;
-pub mod interleaved_q6_k;
+mod iq1_m;
+mod iq1_s;
+mod iq2_s;
+mod iq2_xs;
+mod iq2_xxs;
+mod iq3_s;
+mod iq3_xxs;
+mod iq4_nl;
+mod iq4_search;
+mod iq4_xs;
+mod iq_grid_data;
+pub mod iq_grids;
 mod q2_k;
 mod q3_k;
 mod q4_0;
@@ -33,14 +45,25 @@ mod q8_0;
 mod q8_1;
 mod q8_k;
 mod quant_block;
+mod random_blocks;
 mod scale_min_k4;
 mod scale_search;
+mod signed_grid;
+mod ternary;
+mod ternary_grid;
+mod tq1_0;
+mod tq2_0;
 mod vec_dot;
 
-pub use interleaved::{
-    ROW_GROUP, SCALE_ROW_ORDER, check_interleaved_weight, deinterleave_rows, get_block,
-    interleave_rows, put_block,
-};
+pub use iq1_m::BlockIQ1M;
+pub use iq1_s::BlockIQ1S;
+pub use iq2_s::BlockIQ2S;
+pub use iq2_xs::BlockIQ2XS;
+pub use iq2_xxs::BlockIQ2XXS;
+pub use iq3_s::BlockIQ3S;
+pub use iq3_xxs::BlockIQ3XXS;
+pub use iq4_nl::BlockIQ4NL;
+pub use iq4_xs::BlockIQ4XS;
 pub use q2_k::BlockQ2K;
 pub use q3_k::BlockQ3K;
 pub use q4_0::BlockQ4_0;
@@ -53,18 +76,58 @@ pub use q6_k::BlockQ6K;
 pub use q8_0::BlockQ8_0;
 pub use q8_1::BlockQ8_1;
 pub use q8_k::BlockQ8K;
-pub use quant_block::QuantBlock;
-pub use scale_min_k4::scale_min;
+pub use quant_block::{QuantBlock, QuantizeBlock};
+pub use random_blocks::random_blocks;
+pub use scale_min_k4::{K_SCALE_SIZE, pack_scale_min, scale_min};
+pub use tq1_0::BlockTQ1_0;
+pub use tq2_0::BlockTQ2_0;
 pub use vec_dot::{QuantDot, vec_dot, vec_dot_dtype};
 
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
+
+/// The I-quant and ternary formats (llama.cpp's `IQ*` and `TQ*` types).
+pub const I_QUANTS: [DType; 11] = [
+    DType::IQ4NL,
+    DType::IQ4XS,
+    DType::IQ3S,
+    DType::IQ3XXS,
+    DType::IQ2S,
+    DType::IQ2XS,
+    DType::IQ2XXS,
+    DType::IQ1S,
+    DType::IQ1M,
+    DType::TQ1_0,
+    DType::TQ2_0,
+];
 
 /// Calls `$func::<Block>($args)` for the block struct of `$dtype`, or returns a
 /// [`TensorError::DType`] naming `$op` when `$dtype` is not a block format.
 macro_rules! dispatch_block {
     ($dtype:expr, $op:expr, $func:ident($($arg:expr),* $(,)?)) => {
         match $dtype {
+            DType::IQ2XXS => $func::<$crate::quant::BlockIQ2XXS>($($arg),*),
+            DType::IQ2XS => $func::<$crate::quant::BlockIQ2XS>($($arg),*),
+            DType::IQ2S => $func::<$crate::quant::BlockIQ2S>($($arg),*),
+            DType::IQ3XXS => $func::<$crate::quant::BlockIQ3XXS>($($arg),*),
+            DType::IQ3S => $func::<$crate::quant::BlockIQ3S>($($arg),*),
+            DType::IQ1S => $func::<$crate::quant::BlockIQ1S>($($arg),*),
+            DType::IQ1M => $func::<$crate::quant::BlockIQ1M>($($arg),*),
+            other => $crate::quant::dispatch_quantizable!(other, $op, $func($($arg),*)),
+        }
+    };
+}
+pub(crate) use dispatch_block;
+
+/// Calls `$func::<Block>($args)` for the block struct of `$dtype` if it is a format with
+/// a quantizer ([`QuantizeBlock`]), or returns a [`TensorError::DType`] naming `$op`.
+macro_rules! dispatch_quantizable {
+    ($dtype:expr, $op:expr, $func:ident($($arg:expr),* $(,)?)) => {
+        match $dtype {
+            DType::IQ4NL => $func::<$crate::quant::BlockIQ4NL>($($arg),*),
+            DType::IQ4XS => $func::<$crate::quant::BlockIQ4XS>($($arg),*),
+            DType::TQ1_0 => $func::<$crate::quant::BlockTQ1_0>($($arg),*),
+            DType::TQ2_0 => $func::<$crate::quant::BlockTQ2_0>($($arg),*),
             DType::Q4_0 => $func::<$crate::quant::BlockQ4_0>($($arg),*),
             DType::Q4_1 => $func::<$crate::quant::BlockQ4_1>($($arg),*),
             DType::Q5_0 => $func::<$crate::quant::BlockQ5_0>($($arg),*),
@@ -80,21 +143,35 @@ macro_rules! dispatch_block {
             other => Err($crate::error::TensorError::DType {
                 op: $op,
                 dtype: other,
-                what: "a block-quantized dtype",
+                what: if other.is_quantized() {
+                    "a block format with a quantizer (the IQ1, IQ2 and IQ3 formats are read-only)"
+                } else {
+                    "a block-quantized dtype"
+                },
             }),
         }
     };
 }
-pub(crate) use dispatch_block;
+pub(crate) use dispatch_quantizable;
 
 /// Quantizes `src` (a multiple of `dtype.block_len()` values) to `dtype`, writing the
 /// ggml block bytes to `dst`, which must be exactly `dtype.bytes_for(src.len())` bytes.
 ///
-/// `dst` may have any alignment. Every block dtype is accepted, including the activation
-/// formats Q8_1 and Q8_K; others give [`TensorError::DType`], wrong lengths
-/// [`TensorError::Argument`].
+/// `dst` may have any alignment. Every block dtype with a quantizer
+/// ([`has_quantizer`]) is accepted, including the activation formats Q8_1 and Q8_K;
+/// others (the IQ1/IQ2/IQ3 formats, plain dtypes) give [`TensorError::DType`], wrong
+/// lengths [`TensorError::Argument`].
 pub fn quantize_row(dtype: DType, src: &[f32], dst: &mut [u8]) -> Result<()> {
-    dispatch_block!(dtype, "quantize_row", quantize_bytes(src, dst))
+    dispatch_quantizable!(dtype, "quantize_row", quantize_bytes(src, dst))
+}
+
+/// Whether [`quantize_row`] can write `dtype`: every block format but the IQ1, IQ2 and
+/// IQ3 ones.
+pub fn has_quantizer(dtype: DType) -> bool {
+    fn format<B: QuantizeBlock>() -> Result<DType> {
+        Ok(B::DTYPE)
+    }
+    dispatch_quantizable!(dtype, "has_quantizer", format()).is_ok()
 }
 
 /// Dequantizes the `dtype` blocks in `src` (a multiple of `dtype.block_bytes()` bytes, any
@@ -106,7 +183,7 @@ pub fn dequantize_row(dtype: DType, src: &[u8], dst: &mut [f32]) -> Result<()> {
     dispatch_block!(dtype, "dequantize_row", dequantize_bytes(src, dst))
 }
 
-fn quantize_bytes<B: QuantBlock>(src: &[f32], dst: &mut [u8]) -> Result<()> {
+fn quantize_bytes<B: QuantizeBlock>(src: &[f32], dst: &mut [u8]) -> Result<()> {
     const OP: &str = "quantize_row";
     let (block_len, block_bytes) = (B::DTYPE.block_len(), size_of::<B>());
     let blocks = quant_block::blocks_in_values(OP, B::DTYPE, src.len())?;
@@ -152,20 +229,12 @@ mod tests {
 
     use super::*;
 
-    const BLOCK_DTYPES: [DType; 12] = [
-        DType::Q4_0,
-        DType::Q4_1,
-        DType::Q5_0,
-        DType::Q5_1,
-        DType::Q8_0,
-        DType::Q8_1,
-        DType::Q2K,
-        DType::Q3K,
-        DType::Q4K,
-        DType::Q5K,
-        DType::Q6K,
-        DType::Q8K,
-    ];
+    /// The block formats with a quantizer, and those without.
+    fn block_dtypes(writable: bool) -> impl Iterator<Item = DType> {
+        DType::ALL
+            .into_iter()
+            .filter(move |&d| d.is_quantized() && has_quantizer(d) == writable)
+    }
 
     fn wave(n: usize) -> Vec<f32> {
         (0..n)
@@ -191,6 +260,20 @@ mod tests {
             size_of::<BlockQ8K>(),
         ];
         assert_eq!(sizes, [18, 20, 22, 24, 34, 36, 84, 110, 144, 176, 210, 292]);
+        let sizes = [
+            size_of::<BlockIQ2XXS>(),
+            size_of::<BlockIQ2XS>(),
+            size_of::<BlockIQ2S>(),
+            size_of::<BlockIQ3XXS>(),
+            size_of::<BlockIQ3S>(),
+            size_of::<BlockIQ1S>(),
+            size_of::<BlockIQ1M>(),
+            size_of::<BlockIQ4NL>(),
+            size_of::<BlockIQ4XS>(),
+            size_of::<BlockTQ1_0>(),
+            size_of::<BlockTQ2_0>(),
+        ];
+        assert_eq!(sizes, [66, 74, 82, 98, 110, 50, 56, 18, 136, 54, 66]);
         assert_eq!(align_of::<BlockQ8K>(), 4);
         assert_eq!(align_of::<BlockQ6K>(), 2);
     }
@@ -221,8 +304,30 @@ mod tests {
     }
 
     #[test]
+    fn read_only_formats_refuse_quantization_but_dequantize() {
+        for dtype in block_dtypes(false) {
+            assert!(!has_quantizer(dtype));
+            let bl = dtype.block_len();
+            let err = quantize_row(dtype, &wave(bl), &mut vec![0; dtype.block_bytes()]);
+            let err = err.unwrap_err().to_string();
+            assert!(
+                err.contains(dtype.name()) && err.contains("read-only"),
+                "{err}"
+            );
+            let blocks = random_blocks(dtype, 2, 1.0, 1).unwrap();
+            let mut out = vec![0f32; 2 * bl];
+            dequantize_row(dtype, &blocks, &mut out).unwrap();
+            assert!(dequantize_row(dtype, &blocks[1..], &mut out).is_err());
+            assert!(dequantize_row(dtype, &blocks, &mut out[1..]).is_err());
+        }
+        assert_eq!(block_dtypes(true).count(), 16);
+        assert_eq!(block_dtypes(false).count(), 7);
+        assert!(!has_quantizer(DType::F32));
+    }
+
+    #[test]
     fn bad_lengths_are_errors_not_panics() {
-        for dtype in BLOCK_DTYPES {
+        for dtype in block_dtypes(true) {
             let (bl, bb) = (dtype.block_len(), dtype.block_bytes());
             let src = wave(2 * bl);
             let mut dst = vec![0u8; 2 * bb];
@@ -240,7 +345,7 @@ mod tests {
 
     #[test]
     fn empty_rows_are_fine() {
-        for dtype in BLOCK_DTYPES {
+        for dtype in block_dtypes(true) {
             quantize_row(dtype, &[], &mut []).unwrap();
             dequantize_row(dtype, &[], &mut []).unwrap();
         }
@@ -248,7 +353,7 @@ mod tests {
 
     #[test]
     fn unaligned_bytes_give_the_same_values() {
-        for dtype in BLOCK_DTYPES {
+        for dtype in block_dtypes(true) {
             let n = 2 * dtype.block_len();
             let bytes = dtype.bytes_for(n).unwrap();
             let src = wave(n);

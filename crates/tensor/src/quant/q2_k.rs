@@ -4,7 +4,7 @@
 use half::f16;
 
 use super::q8_k::BlockQ8K;
-use super::quant_block::{QuantBlock, block_values, block_values_mut};
+use super::quant_block::{QuantBlock, QuantizeBlock, block_values, block_values_mut};
 use super::scale_search::{ScaleMinSearch, make_qkx2_quants, nearest_int};
 use super::vec_dot::QuantDot;
 use crate::dtype::DType;
@@ -41,9 +41,7 @@ impl BlockQ2K {
     }
 }
 
-impl QuantBlock for BlockQ2K {
-    const DTYPE: DType = DType::Q2K;
-
+impl QuantizeBlock for BlockQ2K {
     /// ggml's `quantize_row_q2_K_ref`: per sub-block an affine fit weighted by `|x|`
     /// minimising the absolute error, then 4-bit scales and mins relative to the largest.
     fn quantize_block(src: &[f32]) -> Self {
@@ -104,6 +102,10 @@ impl QuantBlock for BlockQ2K {
         }
         block
     }
+}
+
+impl QuantBlock for BlockQ2K {
+    const DTYPE: DType = DType::Q2K;
 
     fn dequantize_block(&self, dst: &mut [f32]) {
         let y = block_values_mut::<QK_K>(dst, Self::DTYPE);

@@ -5,7 +5,7 @@
 use half::f16;
 
 use super::q8_k::BlockQ8K;
-use super::quant_block::{QuantBlock, block_values, block_values_mut};
+use super::quant_block::{QuantBlock, QuantizeBlock, block_values, block_values_mut};
 use super::scale_search::{make_q3_quants, nearest_int};
 use super::vec_dot::QuantDot;
 use crate::dtype::DType;
@@ -55,9 +55,7 @@ impl BlockQ3K {
     }
 }
 
-impl QuantBlock for BlockQ3K {
-    const DTYPE: DType = DType::Q3K;
-
+impl QuantizeBlock for BlockQ3K {
     /// ggml's `quantize_row_q3_K_ref`: per sub-block a symmetric fit refined by
     /// coordinate descent, then 6-bit scales relative to the largest in magnitude.
     fn quantize_block(src: &[f32]) -> Self {
@@ -113,6 +111,10 @@ impl QuantBlock for BlockQ3K {
         }
         block
     }
+}
+
+impl QuantBlock for BlockQ3K {
+    const DTYPE: DType = DType::Q3K;
 
     fn dequantize_block(&self, dst: &mut [f32]) {
         let y = block_values_mut::<QK_K>(dst, Self::DTYPE);

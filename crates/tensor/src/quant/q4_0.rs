@@ -4,7 +4,7 @@
 use half::f16;
 
 use super::q8_0::BlockQ8_0;
-use super::quant_block::{QuantBlock, block_values, block_values_mut};
+use super::quant_block::{QuantBlock, QuantizeBlock, block_values, block_values_mut};
 use super::vec_dot::QuantDot;
 use crate::dtype::DType;
 
@@ -33,9 +33,7 @@ impl BlockQ4_0 {
     }
 }
 
-impl QuantBlock for BlockQ4_0 {
-    const DTYPE: DType = DType::Q4_0;
-
+impl QuantizeBlock for BlockQ4_0 {
     /// ggml's `quantize_row_q4_0_ref`: the value of largest magnitude maps to level -8.
     fn quantize_block(src: &[f32]) -> Self {
         let x = block_values::<QK>(src, Self::DTYPE);
@@ -59,6 +57,10 @@ impl QuantBlock for BlockQ4_0 {
             qs,
         }
     }
+}
+
+impl QuantBlock for BlockQ4_0 {
+    const DTYPE: DType = DType::Q4_0;
 
     fn dequantize_block(&self, dst: &mut [f32]) {
         let y = block_values_mut::<QK>(dst, Self::DTYPE);

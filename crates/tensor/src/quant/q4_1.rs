@@ -4,7 +4,7 @@
 use half::f16;
 
 use super::q8_1::BlockQ8_1;
-use super::quant_block::{QuantBlock, block_values, block_values_mut};
+use super::quant_block::{QuantBlock, QuantizeBlock, block_values, block_values_mut};
 use super::vec_dot::QuantDot;
 use crate::dtype::DType;
 
@@ -34,9 +34,7 @@ impl BlockQ4_1 {
     }
 }
 
-impl QuantBlock for BlockQ4_1 {
-    const DTYPE: DType = DType::Q4_1;
-
+impl QuantizeBlock for BlockQ4_1 {
     /// ggml's `quantize_row_q4_1_ref`: levels span `min..=max` in 15 steps.
     fn quantize_block(src: &[f32]) -> Self {
         let x = block_values::<QK>(src, Self::DTYPE);
@@ -62,6 +60,10 @@ impl QuantBlock for BlockQ4_1 {
             qs,
         }
     }
+}
+
+impl QuantBlock for BlockQ4_1 {
+    const DTYPE: DType = DType::Q4_1;
 
     fn dequantize_block(&self, dst: &mut [f32]) {
         let y = block_values_mut::<QK>(dst, Self::DTYPE);

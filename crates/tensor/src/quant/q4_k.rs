@@ -4,7 +4,7 @@
 use half::f16;
 
 use super::q8_k::BlockQ8K;
-use super::quant_block::{QuantBlock, block_values, block_values_mut};
+use super::quant_block::{QuantBlock, QuantizeBlock, block_values, block_values_mut};
 use super::scale_min_k4::{K_SCALE_SIZE, fit_scale_min, scale_min};
 use super::scale_search::ScaleMinSearch;
 use super::vec_dot::QuantDot;
@@ -45,9 +45,7 @@ impl BlockQ4K {
     }
 }
 
-impl QuantBlock for BlockQ4K {
-    const DTYPE: DType = DType::Q4K;
-
+impl QuantizeBlock for BlockQ4K {
     /// ggml's `quantize_row_q4_K_ref`.
     fn quantize_block(src: &[f32]) -> Self {
         let x = block_values::<QK_K>(src, Self::DTYPE);
@@ -70,6 +68,10 @@ impl QuantBlock for BlockQ4K {
             qs,
         }
     }
+}
+
+impl QuantBlock for BlockQ4K {
+    const DTYPE: DType = DType::Q4K;
 
     fn dequantize_block(&self, dst: &mut [f32]) {
         let y = block_values_mut::<QK_K>(dst, Self::DTYPE);

@@ -4,7 +4,7 @@
 use half::f16;
 
 use super::q8_0::BlockQ8_0;
-use super::quant_block::{QuantBlock, block_values, block_values_mut};
+use super::quant_block::{QuantBlock, QuantizeBlock, block_values, block_values_mut};
 use super::vec_dot::QuantDot;
 use crate::dtype::DType;
 
@@ -36,9 +36,7 @@ impl BlockQ5_0 {
     }
 }
 
-impl QuantBlock for BlockQ5_0 {
-    const DTYPE: DType = DType::Q5_0;
-
+impl QuantizeBlock for BlockQ5_0 {
     /// ggml's `quantize_row_q5_0_ref`: the value of largest magnitude maps to level -16.
     fn quantize_block(src: &[f32]) -> Self {
         let x = block_values::<QK>(src, Self::DTYPE);
@@ -65,6 +63,10 @@ impl QuantBlock for BlockQ5_0 {
             qs,
         }
     }
+}
+
+impl QuantBlock for BlockQ5_0 {
+    const DTYPE: DType = DType::Q5_0;
 
     fn dequantize_block(&self, dst: &mut [f32]) {
         let y = block_values_mut::<QK>(dst, Self::DTYPE);

@@ -4,7 +4,7 @@
 use half::f16;
 
 use super::q8_1::BlockQ8_1;
-use super::quant_block::{QuantBlock, block_values, block_values_mut};
+use super::quant_block::{QuantBlock, QuantizeBlock, block_values, block_values_mut};
 use super::vec_dot::QuantDot;
 use crate::dtype::DType;
 
@@ -38,9 +38,7 @@ impl BlockQ5_1 {
     }
 }
 
-impl QuantBlock for BlockQ5_1 {
-    const DTYPE: DType = DType::Q5_1;
-
+impl QuantizeBlock for BlockQ5_1 {
     /// ggml's `quantize_row_q5_1_ref`: levels span `min..=max` in 31 steps.
     fn quantize_block(src: &[f32]) -> Self {
         let x = block_values::<QK>(src, Self::DTYPE);
@@ -72,6 +70,10 @@ impl QuantBlock for BlockQ5_1 {
             qs,
         }
     }
+}
+
+impl QuantBlock for BlockQ5_1 {
+    const DTYPE: DType = DType::Q5_1;
 
     fn dequantize_block(&self, dst: &mut [f32]) {
         let y = block_values_mut::<QK>(dst, Self::DTYPE);

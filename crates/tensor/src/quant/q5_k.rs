@@ -5,7 +5,7 @@
 use half::f16;
 
 use super::q8_k::BlockQ8K;
-use super::quant_block::{QuantBlock, block_values, block_values_mut};
+use super::quant_block::{QuantBlock, QuantizeBlock, block_values, block_values_mut};
 use super::scale_min_k4::{K_SCALE_SIZE, fit_scale_min, scale_min};
 use super::scale_search::ScaleMinSearch;
 use super::vec_dot::QuantDot;
@@ -51,9 +51,7 @@ impl BlockQ5K {
     }
 }
 
-impl QuantBlock for BlockQ5K {
-    const DTYPE: DType = DType::Q5K;
-
+impl QuantizeBlock for BlockQ5K {
     /// ggml's `quantize_row_q5_K_ref`.
     fn quantize_block(src: &[f32]) -> Self {
         let x = block_values::<QK_K>(src, Self::DTYPE);
@@ -78,6 +76,10 @@ impl QuantBlock for BlockQ5K {
             qs,
         }
     }
+}
+
+impl QuantBlock for BlockQ5K {
+    const DTYPE: DType = DType::Q5K;
 
     fn dequantize_block(&self, dst: &mut [f32]) {
         let y = block_values_mut::<QK_K>(dst, Self::DTYPE);

@@ -5,7 +5,7 @@
 use half::f16;
 
 use super::q8_k::BlockQ8K;
-use super::quant_block::{QuantBlock, block_values, block_values_mut};
+use super::quant_block::{QuantBlock, QuantizeBlock, block_values, block_values_mut};
 use super::scale_search::{GROUP_MAX_EPS, make_qx_quants, nearest_int};
 use super::vec_dot::QuantDot;
 use crate::dtype::DType;
@@ -54,9 +54,7 @@ impl BlockQ6K {
     }
 }
 
-impl QuantBlock for BlockQ6K {
-    const DTYPE: DType = DType::Q6K;
-
+impl QuantizeBlock for BlockQ6K {
     /// ggml's `quantize_row_q6_K_ref`: per sub-block a symmetric weighted least-squares
     /// fit, then 8-bit scales relative to the largest in magnitude.
     fn quantize_block(src: &[f32]) -> Self {
@@ -103,6 +101,10 @@ impl QuantBlock for BlockQ6K {
         }
         block
     }
+}
+
+impl QuantBlock for BlockQ6K {
+    const DTYPE: DType = DType::Q6K;
 
     fn dequantize_block(&self, dst: &mut [f32]) {
         let y = block_values_mut::<QK_K>(dst, Self::DTYPE);

@@ -3,7 +3,7 @@
 
 use half::f16;
 
-use super::quant_block::{QuantBlock, block_values, block_values_mut};
+use super::quant_block::{QuantBlock, QuantizeBlock, block_values, block_values_mut};
 use super::vec_dot::QuantDot;
 use crate::dtype::DType;
 
@@ -22,9 +22,7 @@ pub struct BlockQ8_0 {
 
 const _: () = assert!(size_of::<BlockQ8_0>() == DType::Q8_0.block_bytes());
 
-impl QuantBlock for BlockQ8_0 {
-    const DTYPE: DType = DType::Q8_0;
-
+impl QuantizeBlock for BlockQ8_0 {
     /// ggml's `quantize_row_q8_0_ref`: `d = max|x| / 127`, quants rounded half away from
     /// zero.
     fn quantize_block(src: &[f32]) -> Self {
@@ -37,6 +35,10 @@ impl QuantBlock for BlockQ8_0 {
             qs: std::array::from_fn(|j| (x[j] * id).round() as i8),
         }
     }
+}
+
+impl QuantBlock for BlockQ8_0 {
+    const DTYPE: DType = DType::Q8_0;
 
     fn dequantize_block(&self, dst: &mut [f32]) {
         let y = block_values_mut::<QK>(dst, Self::DTYPE);

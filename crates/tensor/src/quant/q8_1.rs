@@ -4,7 +4,7 @@
 
 use half::f16;
 
-use super::quant_block::{QuantBlock, block_values, block_values_mut};
+use super::quant_block::{QuantBlock, QuantizeBlock, block_values, block_values_mut};
 use super::vec_dot::QuantDot;
 use crate::dtype::DType;
 
@@ -25,9 +25,7 @@ pub struct BlockQ8_1 {
 
 const _: () = assert!(size_of::<BlockQ8_1>() == DType::Q8_1.block_bytes());
 
-impl QuantBlock for BlockQ8_1 {
-    const DTYPE: DType = DType::Q8_1;
-
+impl QuantizeBlock for BlockQ8_1 {
     /// ggml's `quantize_row_q8_1_ref`: as Q8_0, plus `s = d * sum(q)` computed from the
     /// f32 `d`.
     fn quantize_block(src: &[f32]) -> Self {
@@ -43,6 +41,10 @@ impl QuantBlock for BlockQ8_1 {
             qs,
         }
     }
+}
+
+impl QuantBlock for BlockQ8_1 {
+    const DTYPE: DType = DType::Q8_1;
 
     /// ggml has no `dequantize_row_q8_1`; this is the format's meaning, `x = d * q`.
     fn dequantize_block(&self, dst: &mut [f32]) {

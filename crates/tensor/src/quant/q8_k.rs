@@ -3,7 +3,7 @@
 //! the block sums let the weights' mins enter the dot product without touching the
 //! quants again.
 
-use super::quant_block::{QuantBlock, block_values, block_values_mut};
+use super::quant_block::{QuantBlock, QuantizeBlock, block_values, block_values_mut};
 use super::scale_search::nearest_int;
 use super::vec_dot::QuantDot;
 use crate::dtype::DType;
@@ -25,9 +25,7 @@ pub struct BlockQ8K {
 
 const _: () = assert!(size_of::<BlockQ8K>() == DType::Q8K.block_bytes());
 
-impl QuantBlock for BlockQ8K {
-    const DTYPE: DType = DType::Q8K;
-
+impl QuantizeBlock for BlockQ8K {
     /// ggml's `quantize_row_q8_K_ref`: the value of largest magnitude maps to -127 (so
     /// `d` may be negative), quants round half to even. An all-zero input gives an
     /// all-zero block (ggml leaves `bsums` unwritten there).
@@ -54,6 +52,10 @@ impl QuantBlock for BlockQ8K {
         block.d = 1.0 / iscale;
         block
     }
+}
+
+impl QuantBlock for BlockQ8K {
+    const DTYPE: DType = DType::Q8K;
 
     fn dequantize_block(&self, dst: &mut [f32]) {
         let y = block_values_mut::<QK_K>(dst, Self::DTYPE);

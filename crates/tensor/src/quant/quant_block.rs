@@ -1,5 +1,6 @@
-//! The [`QuantBlock`] trait: one ggml block format with its scalar reference quantizer
-//! and dequantizer, plus the length checks shared by the row functions.
+//! The [`QuantBlock`] trait: one ggml block format with its scalar reference
+//! dequantizer; [`QuantizeBlock`]: the formats that also have ggml's reference quantizer;
+//! plus the length checks shared by the row functions.
 
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
@@ -7,22 +8,13 @@ use crate::shape::Shape;
 
 /// One block of a ggml/GGUF block-quantized format: `DTYPE.block_len()` values stored in
 /// `size_of::<Self>() == DTYPE.block_bytes()` bytes, laid out exactly as ggml's
-/// `block_*` struct.
+/// `block_*` struct, with the scalar reference dequantizer.
 ///
-/// The block functions are the scalar reference algorithms; the row functions check
-/// lengths and return errors instead of panicking.
+/// The block function is the scalar reference algorithm; the row function checks lengths
+/// and returns an error instead of panicking.
 pub trait QuantBlock: bytemuck::Pod {
     /// The dtype whose storage unit this block is.
     const DTYPE: DType;
-
-    /// Quantizes exactly `Self::DTYPE.block_len()` values with ggml's reference algorithm
-    /// (`quantize_row_*_ref`, no importance matrix).
-    ///
-    /// # Panics
-    ///
-    /// If `src.len() != Self::DTYPE.block_len()`; use [`QuantBlock::quantize_row`] (or
-    /// [`crate::quant::quantize_row`]) for checked lengths.
-    fn quantize_block(src: &[f32]) -> Self;
 
     /// Dequantizes this block into exactly `Self::DTYPE.block_len()` values, bit-exact
     /// with ggml's `dequantize_row_*`.
@@ -33,12 +25,43 @@ pub trait QuantBlock: bytemuck::Pod {
     /// [`crate::quant::dequantize_row`]) for checked lengths.
     fn dequantize_block(&self, dst: &mut [f32]);
 
+    /// Dequantizes the blocks in `src` into `dst`, which must hold exactly
+    /// `src.len() * block_len()` values.
+    fn dequantize_row(src: &[Self], dst: &mut [f32]) -> Result<()> {
+        const OP: &str = "QuantBlock::dequantize_row";
+        check_value_count(OP, Self::DTYPE, src.len(), dst.len())?;
+        for (block, values) in src
+            .iter()
+            .zip(dst.chunks_exact_mut(Self::DTYPE.block_len()))
+        {
+            block.dequantize_block(values);
+        }
+        Ok(())
+    }
+}
+
+/// A block format with a quantizer that needs no importance matrix: every format except
+/// IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S and IQ1_M (the first four and the IQ1
+/// types need one in llama.cpp; tempra does not implement ggml's grid searches for the
+/// IQ2_S/IQ3 types).
+pub trait QuantizeBlock: QuantBlock {
+    /// Quantizes exactly `Self::DTYPE.block_len()` values with the algorithm
+    /// `llama-quantize` uses without an importance matrix (`ggml_quantize_chunk`: ggml's
+    /// `quantize_row_*_ref` for the legacy, K and ternary formats, `quantize_iq4_nl` and
+    /// `quantize_iq4_xs` for the IQ4 formats).
+    ///
+    /// # Panics
+    ///
+    /// If `src.len() != Self::DTYPE.block_len()`; use [`QuantizeBlock::quantize_row`] (or
+    /// [`crate::quant::quantize_row`]) for checked lengths.
+    fn quantize_block(src: &[f32]) -> Self;
+
     /// Quantizes `src` into `dst`, one block per `block_len()` values.
     ///
     /// Errors when `src.len()` is not a multiple of the block length or `dst` does not
     /// hold exactly `src.len() / block_len()` blocks.
     fn quantize_row(src: &[f32], dst: &mut [Self]) -> Result<()> {
-        const OP: &str = "QuantBlock::quantize_row";
+        const OP: &str = "QuantizeBlock::quantize_row";
         let blocks = blocks_in_values(OP, Self::DTYPE, src.len())?;
         if dst.len() != blocks {
             return Err(TensorError::Argument {
@@ -54,20 +77,6 @@ pub trait QuantBlock: bytemuck::Pod {
         }
         for (values, block) in src.chunks_exact(Self::DTYPE.block_len()).zip(dst) {
             *block = Self::quantize_block(values);
-        }
-        Ok(())
-    }
-
-    /// Dequantizes the blocks in `src` into `dst`, which must hold exactly
-    /// `src.len() * block_len()` values.
-    fn dequantize_row(src: &[Self], dst: &mut [f32]) -> Result<()> {
-        const OP: &str = "QuantBlock::dequantize_row";
-        check_value_count(OP, Self::DTYPE, src.len(), dst.len())?;
-        for (block, values) in src
-            .iter()
-            .zip(dst.chunks_exact_mut(Self::DTYPE.block_len()))
-        {
-            block.dequantize_block(values);
         }
         Ok(())
     }

@@ -12,7 +12,7 @@ use half::f16;
 use super::scale_search::{ScaleMinSearch, make_qkx2_quants, nearest_int};
 
 /// Size of the packed scales and mins in bytes (ggml's `K_SCALE_SIZE`).
-pub(crate) const K_SCALE_SIZE: usize = 12;
+pub const K_SCALE_SIZE: usize = 12;
 
 /// Scale and min of sub-block `j` (0..8), each 0..64.
 pub fn scale_min(j: usize, packed: &[u8; K_SCALE_SIZE]) -> (u8, u8) {
@@ -27,7 +27,7 @@ pub fn scale_min(j: usize, packed: &[u8; K_SCALE_SIZE]) -> (u8, u8) {
 }
 
 /// Packs eight scales and eight mins (each 0..64) the way `scale_min` reads them.
-pub(crate) fn pack_scale_min(scales: &[u8; 8], mins: &[u8; 8]) -> [u8; K_SCALE_SIZE] {
+pub fn pack_scale_min(scales: &[u8; 8], mins: &[u8; 8]) -> [u8; K_SCALE_SIZE] {
     let mut packed = [0u8; K_SCALE_SIZE];
     for j in 0..8 {
         let (ls, lm) = (scales[j], mins[j]);

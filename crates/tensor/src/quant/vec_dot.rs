@@ -42,17 +42,18 @@ pub trait QuantDot: QuantBlock {
 }
 
 /// The dtype activations are quantized to before a dot product with `w`-typed weights,
-/// as ggml's `vec_dot_type`: Q4_0, Q5_0, Q8_0 → Q8_0; Q4_1, Q5_1 → Q8_1; the K-quants
-/// → Q8_K.
+/// as ggml's `vec_dot_type`: Q4_0, Q5_0, Q8_0, IQ4_NL → Q8_0; Q4_1, Q5_1 → Q8_1; the
+/// K-quants, the other I-quants and the ternary formats → Q8_K.
 ///
 /// The activation formats pair with themselves (Q8_1 → Q8_1, Q8_K → Q8_K), and so do the
-/// plain dtypes (F32 → F32, ...), for which no quantized dot product exists. The
-/// row-interleaved layouts pair as their base format (Q4_0R8 → Q8_0).
+/// plain dtypes (F32 → F32, ...), for which no quantized dot product exists.
 pub fn vec_dot_dtype(w: DType) -> DType {
-    match w.base_format() {
-        DType::Q4_0 | DType::Q5_0 | DType::Q8_0 => DType::Q8_0,
+    match w {
+        DType::Q4_0 | DType::Q5_0 | DType::Q8_0 | DType::IQ4NL => DType::Q8_0,
         DType::Q4_1 | DType::Q5_1 | DType::Q8_1 => DType::Q8_1,
         DType::Q2K | DType::Q3K | DType::Q4K | DType::Q5K | DType::Q6K | DType::Q8K => DType::Q8K,
+        DType::IQ2XXS | DType::IQ2XS | DType::IQ2S | DType::IQ3XXS | DType::IQ3S => DType::Q8K,
+        DType::IQ1S | DType::IQ1M | DType::IQ4XS | DType::TQ1_0 | DType::TQ2_0 => DType::Q8K,
         plain => plain,
     }
 }
@@ -99,24 +100,19 @@ fn vec_dot_bytes<W: QuantDot>(w: &[u8], act: &[u8]) -> Result<f32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::quant::{dequantize_row, quantize_row};
+    use crate::quant::{dequantize_row, has_quantizer, quantize_row, random_blocks};
 
-    const WEIGHT_DTYPES: [DType; 12] = [
-        DType::Q4_0,
-        DType::Q4_1,
-        DType::Q5_0,
-        DType::Q5_1,
-        DType::Q8_0,
-        DType::Q8_1,
-        DType::Q2K,
-        DType::Q3K,
-        DType::Q4K,
-        DType::Q5K,
-        DType::Q6K,
-        DType::Q8K,
-    ];
+    /// Every block format (each has a dot product).
+    fn weight_dtypes() -> impl Iterator<Item = DType> {
+        DType::ALL.into_iter().filter(|d| d.is_quantized())
+    }
 
+    /// `values` quantized to `dtype`, or random blocks of it for the formats without a
+    /// quantizer.
     fn quantized(dtype: DType, values: &[f32]) -> Vec<u8> {
+        if !has_quantizer(dtype) {
+            return random_blocks(dtype, values.len() / dtype.block_len(), 1.0, 3).unwrap();
+        }
         let mut bytes = vec![0u8; dtype.bytes_for(values.len()).unwrap()];
         quantize_row(dtype, values, &mut bytes).unwrap();
         bytes
@@ -128,7 +124,7 @@ mod tests {
         assert_eq!(vec_dot_dtype(DType::Q5_1), DType::Q8_1);
         assert_eq!(vec_dot_dtype(DType::Q6K), DType::Q8K);
         assert_eq!(vec_dot_dtype(DType::F32), DType::F32);
-        for dtype in WEIGHT_DTYPES {
+        for dtype in weight_dtypes() {
             assert_eq!(vec_dot_dtype(dtype).block_len(), dtype.block_len());
         }
     }
@@ -142,7 +138,7 @@ mod tests {
             .map(|i| ((i * 7919) % 113) as f32 / 50.0 - 1.1)
             .collect();
         let a: Vec<f32> = (0..n).map(|i| (i as f32 * 0.21).cos() * 2.0).collect();
-        for dtype in WEIGHT_DTYPES {
+        for dtype in weight_dtypes() {
             let act_dtype = vec_dot_dtype(dtype);
             let (wq, aq) = (quantized(dtype, &w), quantized(act_dtype, &a));
             let (mut wd, mut ad) = (vec![0f32; n], vec![0f32; n]);

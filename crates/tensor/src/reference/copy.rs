@@ -1,4 +1,5 @@
-//! Reference upload, fill, copy (with dtype conversion and dequantization) and quantize.
+//! Reference upload, fill, copy (with dtype conversion, dequantization and quantization)
+//! and quantize.
 
 use crate::error::{Result, TensorError};
 use crate::layout::StridedIndex;
@@ -53,7 +54,7 @@ pub(crate) fn copy(src: &Tensor, dst: &mut Tensor) -> Result<()> {
         }
         (true, true) if sd == dd => {
             let bb = sd.block_bytes();
-            let bytes = src.storage().host_bytes()?;
+            let bytes = r.bytes();
             for (s, d) in StridedIndex::new(src.layout()).zip(StridedIndex::new(&dst_layout)) {
                 w.unit_bytes(d)
                     .copy_from_slice(&bytes[s * bb..(s + 1) * bb]);
@@ -71,6 +72,23 @@ pub(crate) fn copy(src: &Tensor, dst: &mut Tensor) -> Result<()> {
                         .ok_or_else(|| unsupported("copy", "mismatched unit counts".into()))?;
                     w.set(d, v as f64);
                 }
+            }
+        }
+        (false, true) => {
+            // Each destination block from the next `block_len` source values (the last
+            // dim, in order): a float row quantized into a block row (a quantized KV
+            // cache's write).
+            let bl = dd.block_len();
+            let mut block = [0f32; 256];
+            let mut src_units = StridedIndex::new(src.layout());
+            for d in StridedIndex::new(&dst_layout) {
+                for v in &mut block[..bl] {
+                    let s = src_units
+                        .next()
+                        .ok_or_else(|| unsupported("copy", "mismatched unit counts".into()))?;
+                    *v = r.get(s) as f32;
+                }
+                quant::quantize_row(dd, &block[..bl], w.unit_bytes(d))?;
             }
         }
         _ => {

@@ -1,23 +1,38 @@
 //! Element access for the reference kernels: read any plain host value as f64 at a
 //! storage unit, write f64s into a contiguous output, walk multi-indices.
 
+use std::borrow::Cow;
+
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
 use crate::quant;
 use crate::tensor::Tensor;
 
-/// Reads the values of a host tensor of a plain dtype, at any alignment.
+/// Reads the values of a host tensor, at any alignment. A backend's prepared weight is
+/// read in its dtype's own layout, converted back once per reader.
 pub(crate) struct Reader<'a> {
-    bytes: &'a [u8],
+    bytes: Cow<'a, [u8]>,
     dtype: DType,
 }
 
 impl<'a> Reader<'a> {
     pub(crate) fn new(t: &'a Tensor) -> Result<Self> {
+        let bytes = if t.storage().prepared().is_some() {
+            let mut bytes = vec![0u8; t.layout().bytes_spanned()];
+            t.storage().read_bytes(0, &mut bytes)?;
+            Cow::Owned(bytes)
+        } else {
+            Cow::Borrowed(t.storage().host_bytes()?)
+        };
         Ok(Self {
-            bytes: t.storage().host_bytes()?,
+            bytes,
             dtype: t.dtype(),
         })
+    }
+
+    /// The storage's bytes (from storage unit 0 on).
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.bytes
     }
 
     /// The value at storage unit `unit` (plain dtypes).
@@ -81,7 +96,7 @@ impl<'a> Writer<'a> {
     #[inline]
     pub(crate) fn get(&self, unit: usize) -> f64 {
         Reader {
-            bytes: self.bytes,
+            bytes: Cow::Borrowed(&*self.bytes),
             dtype: self.dtype,
         }
         .get(unit)

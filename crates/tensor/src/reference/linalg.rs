@@ -1,11 +1,8 @@
 //! Reference matmul and linear.
 
 use crate::error::Result;
-use crate::layout::Layout;
-use crate::quant::deinterleave_rows;
 use crate::reference::host_access::{Reader, Writer, next_index, unit_of};
 use crate::shape::{MAX_RANK, Shape};
-use crate::storage::Storage;
 use crate::tensor::Tensor;
 
 pub(crate) fn matmul(a: &Tensor, b: &Tensor, out: &mut Tensor) -> Result<()> {
@@ -46,25 +43,6 @@ pub(crate) fn linear(
     bias: Option<&Tensor>,
     out: &mut Tensor,
 ) -> Result<()> {
-    if w.dtype().row_group() > 1 {
-        // Row-interleaved: back to the base format's rows, then the plain path.
-        let (n, k) = (w.dims()[0], w.dims()[1]);
-        let base = w.dtype().base_format();
-        let bytes = w.layout().bytes_spanned();
-        let start = w.layout().offset() * w.dtype().block_bytes();
-        let src = &w.storage().host_bytes()?[start..start + bytes];
-        let plain = base.bytes_for(n * k).unwrap_or(0);
-        let mut storage = Storage::owned_zeroed(plain)?;
-        deinterleave_rows(
-            w.dtype(),
-            n,
-            k,
-            src,
-            &mut storage.host_bytes_mut()?[..plain],
-        )?;
-        let plain = Tensor::from_storage(storage, Layout::contiguous(*w.shape(), base)?)?;
-        return linear(x, &plain, bias, out);
-    }
     let (rx, rw) = (Reader::new(x)?, Reader::new(w)?);
     let rbias = bias.map(Reader::new).transpose()?;
     let (n, k) = (w.dims()[0], w.dims()[1]);

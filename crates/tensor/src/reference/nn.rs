@@ -122,6 +122,7 @@ pub(crate) fn rope(
             };
             let angle = direction * pos * config.inv_freq(i, ff);
             let (sin, cos) = angle.sin_cos();
+            let (sin, cos) = (sin * config.attention_factor, cos * config.attention_factor);
             let (a, b) = config.pair(i);
             let (xa, xb) = (rx.get(base + a * step), rx.get(base + b * step));
             wr.set(o + a, xa * cos - xb * sin);
@@ -204,37 +205,106 @@ pub(crate) fn attention(
             unit
         };
         let (k_lead, v_lead) = (lead_unit(ks, k), lead_unit(vs, v));
-        let score = |j: usize| -> f64 {
+        let score = |j: usize| -> Result<f64> {
             let kb = k_lead + j * ks[r - 3] + kvh * ks[r - 2];
-            let dot: f64 = (0..d)
-                .map(|e| rq.get(q_base + e * q_step) * rk.get(kb + e * ks[r - 1]))
-                .fold(0.0, |acc, v| acc + v);
+            let mut dot = 0.0;
+            for_row_chunks(&rk, k, kb, ks[r - 1], d, |e0, keys| {
+                for (e, kv) in keys.iter().enumerate() {
+                    dot += rq.get(q_base + (e0 + e) * q_step) * kv;
+                }
+            })?;
             let s = dot * params.scale as f64;
-            match params.softcap {
+            Ok(match params.softcap {
                 Some(c) => c as f64 * (s / c as f64).tanh(),
                 None => s,
-            }
+            })
         };
         let visible = |j: usize| params.visible(q_pos, j);
-        let max = (0..tk)
-            .filter(|&j| visible(j))
-            .map(score)
-            .fold(f64::NEG_INFINITY, f64::max);
-        let sum: f64 = (0..tk)
-            .filter(|&j| visible(j))
-            .map(|j| (score(j) - max).exp())
-            .fold(0.0, |acc, v| acc + v);
+        let mut max = f64::NEG_INFINITY;
+        for j in (0..tk).filter(|&j| visible(j)) {
+            max = max.max(score(j)?);
+        }
+        let mut sum = 0.0;
+        for j in (0..tk).filter(|&j| visible(j)) {
+            sum += (score(j)? - max).exp();
+        }
+        // The weighted values, a chunk of the value dims at a time (one block of a
+        // quantized cache, one value of a float one), keys in order.
         let o = offset + row * dv;
-        for e in 0..dv {
-            let acc: f64 = (0..tk)
-                .filter(|&j| visible(j))
-                .map(|j| {
-                    (score(j) - max).exp() / sum
-                        * rv.get(v_lead + j * vs[r - 3] + kvh * vs[r - 2] + e * vs[r - 1])
-                })
-                .fold(0.0, |acc, v| acc + v);
-            wr.set(o + e, if sum > 0.0 { acc } else { 0.0 });
+        let chunk = chunk_len(v);
+        let mut acc = [0f64; 256];
+        for c0 in (0..dv).step_by(chunk) {
+            let n = chunk.min(dv - c0);
+            acc[..n].fill(0.0);
+            for j in (0..tk).filter(|&j| visible(j)) {
+                let w = (score(j)? - max).exp() / sum;
+                let vb = v_lead + j * vs[r - 3] + kvh * vs[r - 2];
+                let at = vb + c0 / chunk * vs[r - 1];
+                read_chunk(&rv, v, at, vs[r - 1], n, |values| {
+                    for (a, x) in acc[..n].iter_mut().zip(values) {
+                        *a += w * x;
+                    }
+                })?;
+            }
+            for (e, a) in acc[..n].iter().enumerate() {
+                wr.set(o + c0 + e, if sum > 0.0 { *a } else { 0.0 });
+            }
         }
         Ok(())
     })
+}
+
+/// Values per chunk [`for_row_chunks`] reads `t`'s rows in: a block of a block dtype,
+/// one value of a plain one.
+fn chunk_len(t: &Tensor) -> usize {
+    if t.dtype().is_quantized() {
+        t.dtype().block_len()
+    } else {
+        1
+    }
+}
+
+/// Calls `f(first, values)` over the `len` values of a row of `t` from storage unit
+/// `base` (units `step` apart along the row), a chunk at a time ([`chunk_len`]), in order.
+fn for_row_chunks(
+    r: &Reader<'_>,
+    t: &Tensor,
+    base: usize,
+    step: usize,
+    len: usize,
+    mut f: impl FnMut(usize, &[f64]),
+) -> Result<()> {
+    let chunk = chunk_len(t);
+    for (c, c0) in (0..len).step_by(chunk).enumerate() {
+        let n = chunk.min(len - c0);
+        read_chunk(r, t, base + c * step, step, n, |values| f(c0, values))?;
+    }
+    Ok(())
+}
+
+/// The `n` values of one chunk of a row of `t` at storage unit `at` (a whole block of a
+/// block dtype, dequantized; `n` plain values `step` apart otherwise), passed to `f`.
+fn read_chunk(
+    r: &Reader<'_>,
+    t: &Tensor,
+    at: usize,
+    step: usize,
+    n: usize,
+    f: impl FnOnce(&[f64]),
+) -> Result<()> {
+    let mut values = [0f64; 256];
+    if t.dtype().is_quantized() {
+        let mut block = [0f32; 256];
+        let bl = t.dtype().block_len();
+        r.dequantize_block(at, &mut block[..bl])?;
+        for (v, b) in values.iter_mut().zip(&block[..n]) {
+            *v = *b as f64;
+        }
+    } else {
+        for (i, v) in values[..n].iter_mut().enumerate() {
+            *v = r.get(at + i * step);
+        }
+    }
+    f(&values[..n]);
+    Ok(())
 }

@@ -8,7 +8,7 @@ use crate::tensor::Tensor;
 
 /// Calls `f(out_position, values along dim)` for every output position, where the values
 /// are given as an iterator-producing closure over the reduced dim.
-fn for_each_lane(
+pub(crate) fn for_each_lane(
     x: &Tensor,
     dim: usize,
     mut f: impl FnMut(usize, &dyn Fn(usize) -> f64),

@@ -829,6 +829,91 @@ def gen_structural():
     write("structural", cases)
 
 
+# ------------------------------------------------------------------------------------------
+# mixture-of-experts ops
+
+
+def top_k_ref(x, k):
+    """Per row of the last dim: indices ordered by value descending, ties by lower index."""
+    rows = x.reshape(-1, x.shape[-1])
+    idx = np.array([sorted(range(len(r)), key=lambda i: (-r[i], i))[:k] for r in rows], dtype=np.int64)
+    idx = idx.reshape(x.shape[:-1] + (k,))
+    return np.take_along_axis(x, idx, axis=-1), idx
+
+
+def expert_linear_ref(x, w, ids, bias):
+    """x [T, S, K] (S = k or 1), w [E, N, K], ids [T, k], bias [E, N] or None -> [T, k, N]."""
+    t, k = ids.shape
+    out = np.zeros((t, k, w.shape[1]))
+    for i in range(t):
+        for s in range(k):
+            e = int(ids[i, s])
+            row = x[i, s if x.shape[1] > 1 else 0]
+            out[i, s] = w[e] @ row + (bias[e] if bias is not None else 0.0)
+    return out
+
+
+def gen_moe():
+    rng = rng_for("moe")
+    cases = []
+
+    def topk(label, x, k, views=None):
+        sx, xv = inp(x, None, views)
+        values, idx = top_k_ref(xv, k)
+        cases.append(case(f"top_k_values/{label}", "top_k_values", {"x": sx}, values, {"k": k}))
+        cases.append(case(f"top_k_indices/{label}", "top_k_indices", {"x": sx}, idx, {"k": k},
+                          out_dtype="u32"))
+
+    # Ties (values from a small set) decide by the lower index.
+    topk("ties_3x9_k4", rng.integers(-2, 3, (3, 9)).astype(np.float64), 4)
+    topk("router_2x64_k8", r6(rng.normal(0.0, 1.0, (2, 64))), 8)
+    topk("all_k_5", r6(rng.normal(0.0, 1.0, (5,))), 5)
+    topk("transposed_7x4_k2", r6(rng.normal(0.0, 1.0, (4, 7))), 2, views=[["t"]])
+
+    def gather(label, x, idx, views=None):
+        sx, xv = inp(x, None, views)
+        si, iv = inp(np.array(idx, dtype=np.float64), "u32")
+        expected = np.take_along_axis(xv, np.asarray(iv, dtype=np.int64), axis=-1)
+        cases.append(case(f"gather/{label}", "gather", {"x": sx, "indices": si}, expected))
+
+    gather("2x6_k3_repeats", r6(rng.normal(0.0, 1.0, (2, 6))), [[5, 0, 5], [1, 1, 2]])
+    gather("rank3", r6(rng.normal(0.0, 1.0, (2, 3, 4))), [[[3], [0], [2]], [[1], [1], [3]]])
+    gather("transposed_x", r6(rng.normal(0.0, 1.0, (5, 3))), [[4, 0], [2, 2], [1, 3]], views=[["t"]])
+
+    def wsum(label, x, weights, x_views=None):
+        sx, xv = inp(x, None, x_views)
+        sw, wv = inp(weights)
+        expected = np.einsum("...kd,...k->...d", xv, wv)
+        cases.append(case(f"weighted_sum/{label}", "weighted_sum", {"x": sx, "weights": sw}, expected))
+
+    wsum("t3_k2_d5", r6(rng.normal(0.0, 1.0, (3, 2, 5))), r6(rng.uniform(0.0, 1.0, (3, 2))))
+    wsum("t1_k8_d4", r6(rng.normal(0.0, 1.0, (1, 8, 4))), r6(rng.uniform(0.0, 1.0, (1, 8))))
+    wsum("rank2", r6(rng.normal(0.0, 1.0, (3, 6))), r6(rng.uniform(0.0, 1.0, (3,))))
+    wsum("transposed_x", r6(rng.normal(0.0, 1.0, (2, 4, 3))), r6(rng.uniform(0.0, 1.0, (2, 3))),
+         x_views=[["transpose", 1, 2]])
+
+    def experts(label, x, w, ids, bias=None, w_dtype=None, **extra):
+        sx, xv = inp(x)
+        sw, wv = inp(w, w_dtype)
+        si, iv = inp(np.array(ids, dtype=np.float64), "u32")
+        inputs = {"x": sx, "w": sw, "ids": si}
+        bv = None
+        if bias is not None:
+            inputs["bias"], bv = inp(bias)
+        expected = expert_linear_ref(xv, wv, np.asarray(iv, dtype=np.int64), bv)
+        cases.append(case(f"expert_linear/{label}", "expert_linear", inputs, expected, **extra))
+
+    # Expert 3 nobody chose; expert 1 twice for token 0.
+    experts("t3_k2_e4", r6(rng.normal(0.0, 1.0, (3, 2, 5))), r6(rng.normal(0.0, 1.0, (4, 6, 5))),
+            [[1, 1], [0, 2], [2, 0]])
+    experts("broadcast_x_bias", r6(rng.normal(0.0, 1.0, (2, 1, 4))), r6(rng.normal(0.0, 1.0, (3, 5, 4))),
+            [[2, 0, 1], [0, 0, 2]], bias=r6(rng.normal(0.0, 1.0, (3, 5))))
+    experts("q8_0_weights", to_f32(r6(rng.normal(0.0, 1.0, (2, 2, 32)))),
+            to_f32(r6(rng.normal(0.0, 1.0, (3, 4, 32)))), [[2, 0], [2, 2]], w_dtype="q8_0",
+            modes=["f32"], out_dtype="f32", quant=True)
+    write("moe", cases)
+
+
 def main():
     print(f"numpy {NUMPY_VERSION}")
     gen_unary()
@@ -842,6 +927,7 @@ def main():
     gen_embedding()
     gen_attention()
     gen_structural()
+    gen_moe()
     total = sum(os.path.getsize(os.path.join(HERE, f)) for f in os.listdir(HERE) if f.endswith(".json"))
     print(f"total {total} bytes")
 

@@ -7,7 +7,8 @@
 // -ffp-contract=off keeps a*b+c from fusing into an FMA, as on x86-64 builds of
 // ggml-base; K-quant level choices can differ in rare ties when the compiler fuses.
 //
-//   ggml_reference q TYPE in.f32 out.bin      quantize_row_TYPE_ref
+//   ggml_reference q TYPE in.f32 out.bin      quantize_row_TYPE_ref (quantize_TYPE for the
+//                                             IQ4 formats, as llama-quantize calls them)
 //   ggml_reference v W_A ROWS N w.bin a.bin out.f32
 //                                             ggml_vec_dot_W_A_generic per row of N values
 #include <stdint.h>
@@ -36,6 +37,9 @@ typedef void (*vec_dot_fn)(int, float *, size_t, const void *, size_t, const voi
 DECLARE_DOT(q4_0_q8_0) DECLARE_DOT(q4_1_q8_1) DECLARE_DOT(q5_0_q8_0) DECLARE_DOT(q5_1_q8_1)
 DECLARE_DOT(q8_0_q8_0) DECLARE_DOT(q2_K_q8_K) DECLARE_DOT(q3_K_q8_K) DECLARE_DOT(q4_K_q8_K)
 DECLARE_DOT(q5_K_q8_K) DECLARE_DOT(q6_K_q8_K)
+DECLARE_DOT(iq2_xxs_q8_K) DECLARE_DOT(iq2_xs_q8_K) DECLARE_DOT(iq2_s_q8_K) DECLARE_DOT(iq3_xxs_q8_K)
+DECLARE_DOT(iq3_s_q8_K) DECLARE_DOT(iq1_s_q8_K) DECLARE_DOT(iq1_m_q8_K) DECLARE_DOT(iq4_nl_q8_0)
+DECLARE_DOT(iq4_xs_q8_K) DECLARE_DOT(tq1_0_q8_K) DECLARE_DOT(tq2_0_q8_K)
 
 static void * read_file(const char * path, long * len) {
     FILE * f = fopen(path, "rb");
@@ -67,6 +71,12 @@ static int quantize(const char * type, const char * in, const char * out) {
     QUANTIZE(q5_1, block_q5_1, 32) QUANTIZE(q8_0, block_q8_0, 32) QUANTIZE(q8_1, block_q8_1, 32)
     QUANTIZE(q2_K, block_q2_K, 256) QUANTIZE(q3_K, block_q3_K, 256) QUANTIZE(q4_K, block_q4_K, 256)
     QUANTIZE(q5_K, block_q5_K, 256) QUANTIZE(q6_K, block_q6_K, 256) QUANTIZE(q8_K, block_q8_K, 256)
+    QUANTIZE(tq1_0, block_tq1_0, 256) QUANTIZE(tq2_0, block_tq2_0, 256)
+    // What llama-quantize writes without an importance matrix (ggml_quantize_chunk): the
+    // IQ4 formats' seven-try scale search, not quantize_row_iq4_nl_ref's single try.
+#define QUANTIZE_CHUNK(name, block, qk) \
+    if (!strcmp(type, #name)) { quantize_##name(x, y, 1, k, NULL); bytes = k / qk * sizeof(block); }
+    QUANTIZE_CHUNK(iq4_nl, block_iq4_nl, 32) QUANTIZE_CHUNK(iq4_xs, block_iq4_xs, 256)
     if (!bytes) { fprintf(stderr, "unknown type %s\n", type); return 1; }
     write_file(out, y, bytes);
     return 0;
@@ -78,6 +88,9 @@ static int vec_dot(const char * pair, long rows, int n, const char * w_path, con
 #define PAIR(name) if (!strcmp(pair, #name)) fn = ggml_vec_dot_##name##_generic;
     PAIR(q4_0_q8_0) PAIR(q4_1_q8_1) PAIR(q5_0_q8_0) PAIR(q5_1_q8_1) PAIR(q8_0_q8_0)
     PAIR(q2_K_q8_K) PAIR(q3_K_q8_K) PAIR(q4_K_q8_K) PAIR(q5_K_q8_K) PAIR(q6_K_q8_K)
+    PAIR(iq2_xxs_q8_K) PAIR(iq2_xs_q8_K) PAIR(iq2_s_q8_K) PAIR(iq3_xxs_q8_K) PAIR(iq3_s_q8_K)
+    PAIR(iq1_s_q8_K) PAIR(iq1_m_q8_K) PAIR(iq4_nl_q8_0) PAIR(iq4_xs_q8_K) PAIR(tq1_0_q8_K)
+    PAIR(tq2_0_q8_K)
     if (!fn || rows <= 0) { fprintf(stderr, "unknown pair %s or bad row count\n", pair); return 1; }
     long w_len, a_len;
     const char * w = read_file(w_path, &w_len);

@@ -42,6 +42,14 @@ HERE = pathlib.Path(__file__).resolve().parent
 
 LEGACY = {"q4_0": Q.Q4_0, "q4_1": Q.Q4_1, "q5_0": Q.Q5_0, "q5_1": Q.Q5_1, "q8_0": Q.Q8_0}
 K_QUANTS = {"q2_K": Q.Q2_K, "q3_K": Q.Q3_K, "q4_K": Q.Q4_K, "q5_K": Q.Q5_K, "q6_K": Q.Q6_K}
+I_QUANTS = {
+    "iq2_xxs": Q.IQ2_XXS, "iq2_xs": Q.IQ2_XS, "iq2_s": Q.IQ2_S, "iq3_xxs": Q.IQ3_XXS,
+    "iq3_s": Q.IQ3_S, "iq1_s": Q.IQ1_S, "iq1_m": Q.IQ1_M, "iq4_nl": Q.IQ4_NL,
+    "iq4_xs": Q.IQ4_XS, "tq1_0": Q.TQ1_0, "tq2_0": Q.TQ2_0,
+}
+# The I-quant and ternary formats ggml quantizes without an importance matrix
+# (quantize_iq4_nl/quantize_iq4_xs as llama-quantize calls them, quantize_row_tq*_ref).
+I_QUANTIZABLE = ["iq4_nl", "iq4_xs", "tq1_0", "tq2_0"]
 
 # (values per block, bytes per block, byte offsets of the f16 scale fields)
 LAYOUT = {
@@ -55,6 +63,17 @@ LAYOUT = {
     "q4_K": (256, 144, [0, 2]),
     "q5_K": (256, 176, [0, 2]),
     "q6_K": (256, 210, [208]),
+    "iq2_xxs": (256, 66, [0]),
+    "iq2_xs": (256, 74, [0]),
+    "iq2_s": (256, 82, [0]),
+    "iq3_xxs": (256, 98, [0]),
+    "iq3_s": (256, 110, [0]),
+    "iq1_s": (256, 50, [0]),
+    "iq1_m": (256, 56, "iq1_m"),  # the f16 scale is four nibbles, see random_blocks()
+    "iq4_nl": (32, 18, [0]),
+    "iq4_xs": (256, 136, [0]),
+    "tq1_0": (256, 54, [52]),
+    "tq2_0": (256, 66, [64]),
 }
 
 # Weight type -> activation type of ggml's vec_dot (ggml-cpu's vec_dot_type).
@@ -62,6 +81,7 @@ VEC_DOT = {
     "q4_0": "q8_0", "q5_0": "q8_0", "q8_0": "q8_0", "q4_1": "q8_1", "q5_1": "q8_1",
     "q2_K": "q8_K", "q3_K": "q8_K", "q4_K": "q8_K", "q5_K": "q8_K", "q6_K": "q8_K",
 }
+I_VEC_DOT = {name: ("q8_0" if name == "iq4_nl" else "q8_K") for name in I_QUANTS}
 ALL_TYPES = ["q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q8_1",
              "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "q8_K"]
 
@@ -128,6 +148,14 @@ def random_blocks(rng: np.random.Generator, name: str, n_blocks: int) -> np.ndar
     """Random block bytes whose f16 fields are replaced by finite scales."""
     _, block_bytes, f16_offsets = LAYOUT[name]
     blocks = rng.integers(0, 256, (n_blocks, block_bytes), dtype=np.uint8)
+    if f16_offsets == "iq1_m":
+        # IQ1_M keeps its f16 scale in the top nibbles of the four u16 words at byte 48.
+        bits = rng.permutation(f16_scales(rng, n_blocks)).view(np.uint16)
+        words = blocks[:, 48:56].copy().view(np.uint16)
+        for k in range(4):
+            words[:, k] = (words[:, k] & 0x0FFF) | (((bits >> (4 * k)) & 0xF) << 12)
+        blocks[:, 48:56] = words.view(np.uint8)
+        return blocks.reshape(-1)
     for offset in f16_offsets:
         scales = rng.permutation(f16_scales(rng, n_blocks))
         blocks[:, offset:offset + 2] = scales.view(np.uint8).reshape(n_blocks, 2)
@@ -150,6 +178,12 @@ def make_gguf_goldens() -> None:
     for name, qtype in {**LEGACY, **K_QUANTS}.items():
         block_len = LAYOUT[name][0]
         blocks = random_blocks(rng, name, 8 if block_len == 256 else 32)
+        write(HERE / f"{name}.random.bin", blocks)
+        write(HERE / f"{name}.random.dequant.f32", dequantize(blocks, qtype).astype(np.float32))
+    # Drawn after the formats above, so adding these left those files unchanged.
+    for name, qtype in I_QUANTS.items():
+        block_len = LAYOUT[name][0]
+        blocks = random_blocks(rng, name, 8 if block_len == 256 else 64)
         write(HERE / f"{name}.random.bin", blocks)
         write(HERE / f"{name}.random.dequant.f32", dequantize(blocks, qtype).astype(np.float32))
 
@@ -175,9 +209,17 @@ def make_ggml_goldens(ggml_src: pathlib.Path, cc: str) -> None:
             subprocess.run([exe, "q", name, out / "input.f32", out / f"{name}.bin"], check=True)
         for name in sorted(set(VEC_DOT.values())):
             subprocess.run([exe, "q", name, out / "act.f32", out / f"act.{name}.bin"], check=True)
+        for name in I_QUANTIZABLE:
+            subprocess.run([exe, "q", name, out / "input.f32", out / f"{name}.bin"], check=True)
         rows = x.size // 512
         for w, a in VEC_DOT.items():
             subprocess.run([exe, "v", f"{w}_{a}", str(rows), "512", out / f"{w}.bin",
+                            out / f"act.{a}.bin", out / f"{w}.vec_dot.f32"], check=True)
+        # The I-quants' dots: the quantizable ones on ggml's own blocks of input.f32, the
+        # others on the random blocks of the gguf goldens (2048 values each).
+        for w, a in I_VEC_DOT.items():
+            blocks = out / f"{w}.bin" if w in I_QUANTIZABLE else HERE / f"{w}.random.bin"
+            subprocess.run([exe, "v", f"{w}_{a}", str(rows), "512", blocks,
                             out / f"act.{a}.bin", out / f"{w}.vec_dot.f32"], check=True)
 
 
