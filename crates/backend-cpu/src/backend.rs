@@ -11,6 +11,7 @@ use tempra_tensor::{
 };
 
 use crate::config::CpuConfig;
+use crate::interleaved::InterleavedWeight;
 use crate::isa::{Isa, Level};
 use crate::ops::{self, Exec};
 use crate::workers::WorkerPool;
@@ -221,11 +222,53 @@ impl Backend for CpuBackend {
         if out.dtype() == tempra_tensor::DType::F64 {
             return self.delegated("linear").linear(x, w, bias, out); // delegated: f64 is for gradient checks
         }
+        if w.storage().prepared().is_some() && InterleavedWeight::of(w).is_none() {
+            // delegated: another backend's prepared weight (the reference reads it
+            // converted back to its dtype's layout)
+            return self.delegated("linear").linear(x, w, bias, out);
+        }
         crate::linear::linear(&self.products(), x, w, bias, out)
     }
 
     fn prepare_weight(&self, w: &Tensor) -> Result<Option<Tensor>> {
         crate::prepare::prepare_weight(&self.products(), w)
+    }
+
+    fn expert_linear(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        ids: &Tensor,
+        bias: Option<&Tensor>,
+        out: &mut Tensor,
+    ) -> Result<()> {
+        let foreign = w.storage().prepared().is_some() && InterleavedWeight::of(w).is_none();
+        if out.dtype() == tempra_tensor::DType::F64 || foreign {
+            // delegated: f64 is for gradient checks; another backend's prepared weight
+            // is read converted back by the reference
+            return self
+                .delegated("expert_linear")
+                .expert_linear(x, w, ids, bias, out);
+        }
+        crate::experts::expert_linear(&self.products(), x, w, ids, bias, out)?.or_else(|| {
+            self.delegated("expert_linear")
+                .expert_linear(x, w, ids, bias, out)
+        })
+    }
+
+    fn top_k(&self, x: &Tensor, values: &mut Tensor, indices: &mut Tensor) -> Result<()> {
+        ops::routing::top_k(&self.exec(), x, values, indices)?
+            .or_else(|| self.delegated("top_k").top_k(x, values, indices))
+    }
+
+    fn gather(&self, x: &Tensor, indices: &Tensor, out: &mut Tensor) -> Result<()> {
+        ops::routing::gather(&self.exec(), x, indices, out)?
+            .or_else(|| self.delegated("gather").gather(x, indices, out))
+    }
+
+    fn weighted_sum(&self, x: &Tensor, weights: &Tensor, out: &mut Tensor) -> Result<()> {
+        ops::routing::weighted_sum(&self.exec(), x, weights, out)?
+            .or_else(|| self.delegated("weighted_sum").weighted_sum(x, weights, out))
     }
 
     fn rms_norm(&self, x: &Tensor, w: &Tensor, eps: f64, out: &mut Tensor) -> Result<()> {

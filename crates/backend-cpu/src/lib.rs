@@ -21,12 +21,15 @@
 //! vocabulary kernels are written in, once) with its tokens in `scalar` and `x86`,
 //! `math` (vectorised exp/log/tanh/...), `kernels` (row kernels over contiguous slices),
 //! `ops` (layouts, dtypes and threading around them), [`workers`] (the thread pool), and
-//! the products (`gemm`, `linear`, `matmul`, `quantized`); [`memory_bandwidth`] measures
+//! the products (`gemm`, `linear`, `matmul`, `quantized`) with the prepared weight
+//! layouts of [`interleaved`]; [`memory_bandwidth`] measures
 //! the streaming read rate decode speed is judged against.
 
 mod backend;
 mod config;
+mod experts;
 mod gemm;
+pub mod interleaved;
 pub mod isa;
 mod kernels;
 mod linear;

@@ -5,9 +5,9 @@
 //! - Block-quantized weights, more rows (prefill) with `CpuConfig::fast_prefill` only
 //!   (the default keeps the integer products at every row count, row-invariant): the f32 GEMM with `B = wᵀ` dequantized
 //!   block by block while it is packed (each dequantized value then serves `MC` rows);
-//!   except the row-interleaved Q4_0R8, Q4KR8 and Q5KR8, whose integer products run at every
+//!   except prepared (row-interleaved) Q4_0, Q4_K and Q5_K, whose integer products run at every
 //!   row count (unpacking each weight block once per four activation rows beats
-//!   dequantizing it for the f32 GEMM); Q8_0R8 and Q6KR8 are dequantized too, each block
+//!   dequantizing it for the f32 GEMM); prepared Q8_0 and Q6_K are dequantized too, each block
 //!   gathered from its group's record.
 //! - Float weights (F32/F16/BF16) contiguous along `K`: the dot products of
 //!   [`crate::gemm::dot_rows`] at every row count (one arithmetic for decode and
@@ -19,6 +19,7 @@ use tempra_tensor::{Result, Tensor, TensorError};
 
 use crate::gemm::dot_rows::{self, InputRows, WeightRows};
 use crate::gemm::{Gemm, MatRef, OutPtr, Values};
+use crate::interleaved::InterleavedWeight;
 use crate::matmul::{batch_offset, float_values};
 use crate::parallel::TaskErrors;
 use crate::products::Products;
@@ -44,21 +45,32 @@ pub(crate) fn linear(
     let (n, k) = (w.dims()[0], w.dims()[1]);
     let (ws0, ws1) = (w.layout().strides()[0], w.layout().strides()[1]);
     let wv = if w.dtype().is_quantized() {
-        tempra_tensor::quant::check_interleaved_weight(OP, w)?;
+        let prepared = InterleavedWeight::of(w);
         let rows = x.elem_count().checked_div(k).unwrap_or(0);
         // Row-interleaved layouts run their integer products at every row count, except
         // those whose dequantized GEMM is faster (`Products::integer_prefill`).
-        if rows < products.dequant_gemm_rows || k == 0 || products.integer_prefill(w.dtype()) {
+        let integer = prepared.is_some_and(|p| products.integer_prefill(p.layout()));
+        if rows < products.dequant_gemm_rows || k == 0 || integer {
             return quantized::linear(g, &products.quant, x, w, bias, out);
         }
         // Many rows: dequantize the weight while packing it for the f32 GEMM (virtual
         // element indices: `w[n, k]` is element `n · ws0 · block_len + k`).
         let bl = w.dtype().block_len();
-        let wv = Values::Blocks {
-            dtype: w.dtype(),
-            bytes: w.storage().host_bytes()?,
-            base_block: w.layout().offset(),
-            row_blocks: k / bl,
+        let wv = match prepared {
+            Some(p) => Values::Blocks {
+                dtype: w.dtype(),
+                bytes: p.groups_of(OP, w)?,
+                base_block: 0,
+                row_blocks: k / bl,
+                interleaved: Some(p.layout()),
+            },
+            None => Values::Blocks {
+                dtype: w.dtype(),
+                bytes: w.storage().host_bytes()?,
+                base_block: w.layout().offset(),
+                row_blocks: k / bl,
+                interleaved: None,
+            },
         };
         return gemm_rows(
             g,

@@ -12,6 +12,7 @@ pub(crate) mod embedding;
 pub(crate) mod norm;
 pub(crate) mod reduce;
 pub(crate) mod rope;
+pub(crate) mod routing;
 pub(crate) mod softmax;
 
 use tempra_pool::{HostLease, HostPool};

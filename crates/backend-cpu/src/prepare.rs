@@ -1,15 +1,13 @@
 //! `Backend::prepare_weight` on the CPU: Q4_0, Q8_0, Q4_K, Q5_K and Q6_K weights are
-//! copied once, at load, into the row-interleaved layouts
-//! [`DType::Q4_0R8`](tempra_tensor::DType::Q4_0R8),
-//! [`DType::Q8_0R8`](tempra_tensor::DType::Q8_0R8),
-//! [`DType::Q4KR8`](tempra_tensor::DType::Q4KR8),
-//! [`DType::Q5KR8`](tempra_tensor::DType::Q5KR8) and
-//! [`DType::Q6KR8`](tempra_tensor::DType::Q6KR8), which the eight-row kernels read as
-//! one stream for decode (one sequential run instead of eight row streams: every format
-//! reads its weights from memory faster so) and, for Q4_0R8, Q4KR8 and Q5KR8, unpack
-//! once per four activation rows for prefill (int8 at every row count, ahead of the
-//! dequantizing GEMM; with a fast prefill, Q8_0R8 and Q6KR8 prefill is dequantized
-//! while packing).
+//! copied once, at load, into their row-interleaved layouts ([`crate::interleaved`]), as
+//! an [`InterleavedWeight`] behind a tensor that keeps the file's dtype; a stack of
+//! experts' weights `[E, N, K]` is interleaved per expert (its `E · N` rows in groups of
+//! eight, which never straddle two experts when `N` is a multiple of 8). The eight-row
+//! kernels read a group as one stream for decode (one sequential run instead of eight
+//! row streams: every format reads its weights from memory faster so) and, for Q4_0,
+//! Q4_K and Q5_K, unpack it once per four activation rows for prefill (int8 at every row
+//! count, ahead of the dequantizing GEMM; with a fast prefill, Q8_0 and Q6_K prefill is
+//! dequantized while packing).
 //! F32, F16 and BF16 matrices that a file mapping holds are copied as they are into
 //! fresh host memory, whose blocks of 2 MiB and more sit on transparent huge pages: the
 //! decode stream then crosses a page (a TLB miss and a hardware prefetcher that starts
@@ -20,71 +18,80 @@
 //!
 //! The decode read rates come from `cargo test --release -p tempra-backend-cpu --lib
 //! decode_gemv_out_of_cache -- --ignored --nocapture` (2048 × 5632 weights from memory,
-//! one thread), in GB/s of weights read: see the crate README.
+//! one thread), in GB/s of weights read: see `docs/perf-log.md`.
 
 use std::ops::Range;
 
-use tempra_tensor::quant::interleave_rows;
-use tempra_tensor::{DType, Layout, Result, Storage, Tensor, TensorError};
+use tempra_tensor::{DType, Layout, Result, Storage, Tensor};
 
+use crate::interleaved::{InterleavedLayout, InterleavedWeight, ROW_GROUP, interleave_rows};
 use crate::parallel::{DisjointWrites, TaskErrors};
 use crate::products::Products;
 
-/// The copy of `w [N, K]` that `linear` reads fastest, or `None` when it is kept as it
-/// is. Block formats with an interleaved layout go into it, when the ISA has
-/// interleaved kernels (the portable path reads row-major blocks faster), `N` is a
-/// multiple of 8 and `w` is contiguous. Float weights in a file mapping are copied as
-/// they are, when contiguous, into memory on huge pages.
+/// The copy of `w [N, K]` (or of a stack of experts' weights `[E, N, K]`) that `linear`
+/// (`expert_linear`) reads fastest, or `None` when it is kept as it is. Block formats
+/// with an interleaved layout go into it, when the ISA has interleaved kernels (the
+/// portable path reads row-major blocks faster), `N` is a multiple of 8 (so each
+/// expert's rows are whole groups of their own) and `w` is contiguous. Float weights in a
+/// file mapping are copied as they are, when contiguous, into memory on huge pages.
 pub(crate) fn prepare_weight(products: &Products<'_>, w: &Tensor) -> Result<Option<Tensor>> {
+    let rank = w.rank();
+    if !matches!(rank, 2 | 3) || w.dims().contains(&0) || !w.layout().is_contiguous() {
+        return Ok(None);
+    }
+    // All rows of the matrix or of every expert, one after the other.
+    let (n, k) = (w.elem_count() / w.shape().last(), w.shape().last());
     if matches!(w.dtype(), DType::F32 | DType::F16 | DType::BF16) {
-        let mapped = matches!(w.storage(), Storage::Mapped(_));
-        if !mapped || w.dims().len() != 2 || w.dims().contains(&0) || !w.layout().is_contiguous() {
+        if !matches!(w.storage(), Storage::Mapped(_)) {
             return Ok(None);
         }
-        return copy_rows(products, w, w.dtype(), 1, |_, _, rows, part| {
+        // A view split from a fused matrix starts past its mapping's first byte.
+        let len = w.layout().bytes_spanned() - w.layout().offset() * w.dtype().block_bytes();
+        let mut storage = Storage::owned_zeroed(len)?;
+        let dst = &mut storage.host_bytes_mut()?[..len];
+        copy_rows(products, w, n, dst, 1, |_, rows, part| {
             part.copy_from_slice(rows);
             Ok(())
-        })
-        .map(Some);
+        })?;
+        return Tensor::from_storage(storage, Layout::contiguous(*w.shape(), w.dtype())?).map(Some);
     }
-    let Some(target) = w.dtype().interleaved() else {
+    let Some(layout) = InterleavedLayout::of(w.dtype()) else {
         return Ok(None);
     };
-    let (n, k) = (w.dims()[0], w.dims()[1]);
-    let group = target.row_group();
-    if !products.avx2 || n == 0 || !n.is_multiple_of(group) || !w.layout().is_contiguous() {
+    if !products.avx2 || !w.dims()[rank - 2].is_multiple_of(ROW_GROUP) {
         return Ok(None);
     }
-    copy_rows(products, w, target, group, |target, rows_in, rows, part| {
-        interleave_rows(target, rows_in, k, rows, part)
-    })
-    .map(Some)
+    let mut prepared = InterleavedWeight::zeroed(layout, n, k)?;
+    copy_rows(
+        products,
+        w,
+        n,
+        prepared.bytes_mut(),
+        ROW_GROUP,
+        |rows_in, rows, part| interleave_rows(layout, rows_in, k, rows, part),
+    )?;
+    prepared.into_tensor(w.dims()).map(Some)
 }
 
-/// `w [N, K]` (contiguous, `N` a multiple of `group`) written as `target` into fresh
-/// owned memory by `write(target, rows, source bytes, destination bytes)` over whole
-/// groups of rows, the groups split over the worker pool.
+/// Writes the `n` rows of `w` (contiguous, `n` a multiple of `group`) into `dst` by
+/// `write(rows, source bytes, destination bytes)` over whole groups of rows, the groups
+/// split over the worker pool.
 fn copy_rows(
     products: &Products<'_>,
     w: &Tensor,
-    target: DType,
+    n: usize,
+    dst: &mut [u8],
     group: usize,
-    write: impl Fn(DType, usize, &[u8], &mut [u8]) -> Result<()> + Sync,
-) -> Result<Tensor> {
-    let (n, k) = (w.dims()[0], w.dims()[1]);
-    let bytes = w.layout().bytes_spanned();
+    write: impl Fn(usize, &[u8], &mut [u8]) -> Result<()> + Sync,
+) -> Result<()> {
+    // A view may start past its storage's first byte (a matrix split from a fused
+    // one): its bytes are `start..bytes_spanned`.
     let start = w.layout().offset() * w.dtype().block_bytes();
+    let bytes = w.layout().bytes_spanned() - start;
     let src = &w.storage().host_bytes()?[start..start + bytes];
-    let packed = target.bytes_for(n * k).ok_or(TensorError::Argument {
-        op: "prepare_weight",
-        name: "w",
-        reason: format!("[{n}, {k}] is not whole blocks of {target}"),
-    })?;
-    let mut storage = Storage::owned_zeroed(packed)?;
-    let dst = &mut storage.host_bytes_mut()?[..packed];
     // Whole groups of rows per task, at least `MIN_TASK_BYTES` of them: the copy (and the
     // first touch of each fresh page) runs on every worker.
-    let (src_group, dst_group) = (bytes / (n / group), packed / (n / group));
+    let (src_group, dst_group) = (bytes / (n / group), dst.len() / (n / group));
     let out = DisjointWrites::new(dst);
     let errors = TaskErrors::default();
     products.gemm.par.parallel_for(
@@ -101,11 +108,10 @@ fn copy_rows(
                 )
             };
             let rows = &src[range.start * src_group..range.end * src_group];
-            errors.record(write(target, range.len() * group, rows, part));
+            errors.record(write(range.len() * group, rows, part));
         },
     );
-    errors.finish()?;
-    Tensor::from_storage(storage, Layout::contiguous(*w.shape(), target)?)
+    errors.finish()
 }
 
 /// Interleaved bytes one task writes at least (smaller weights are one task).

@@ -1,11 +1,10 @@
 //! What the product ops (`matmul`, `linear`) need from the backend, gathered per call:
 //! the kernels for the backend's ISA level, the scratch pool and the worker pool.
 
-use tempra_tensor::DType;
-
 use crate::backend::CpuBackend;
 use crate::gemm::{self, Gemm};
-use crate::isa::{Isa, Level};
+use crate::interleaved::InterleavedLayout;
+use crate::isa::Level;
 use crate::quantized::{self, QuantKernels};
 
 /// With [`crate::CpuConfig::fast_prefill`], from this many rows on quantized `linear`
@@ -46,11 +45,7 @@ impl CpuBackend {
     pub(crate) fn products(&self) -> Products<'_> {
         // The float and quantized kernels go together: both AVX2 or both portable, as
         // the dispatch level says.
-        let quant_table = match self.level().isa() {
-            Isa::Scalar => None,
-            Isa::Avx2 => quantized::vnni_kernels(false).or_else(quantized::avx2_kernels),
-            Isa::Avx512 => quantized::vnni_kernels(true).or_else(quantized::avx2_kernels),
-        };
+        let quant_table = quantized::for_level(self.level());
         let (kernel, quant, avx2) = match quant_table {
             Some(quant) => (gemm::kernel_for(self.level()), quant, true),
             None => (gemm::SCALAR, quantized::SCALAR, false),
@@ -79,15 +74,18 @@ impl CpuBackend {
 }
 
 impl Products<'_> {
-    /// Whether `linear` over `dtype` weights runs the integer products at every row
-    /// count (the row-interleaved Q4_0R8, Q4KR8 and Q5KR8), rather than the dequantizing f32
-    /// GEMM from [`Products::dequant_gemm_rows`] rows on. Q8_0R8 prefill is faster
-    /// dequantized than through the VNNI product, whose horizontal sums per block column
-    /// saturate the shuffle port at four rows; Q4_0R8 and Q4KR8 unpack twice the values
-    /// per byte and are faster as integers (see the crate README). Q6KR8's four-row
-    /// product is no faster than the dequantizing GEMM at prefill sizes
-    /// (`prefill_int8_vs_dequantized_gemm`); Q5KR8's is, and Q5_K_M prefill gains from it.
-    pub(crate) fn integer_prefill(&self, dtype: DType) -> bool {
-        matches!(dtype, DType::Q4_0R8 | DType::Q4KR8 | DType::Q5KR8)
+    /// Whether `linear` over weights prepared in `layout` runs the integer products at
+    /// every row count (Q4_0, Q4_K and Q5_K), rather than the dequantizing f32 GEMM from
+    /// [`Products::dequant_gemm_rows`] rows on. Q8_0 prefill is faster dequantized than
+    /// through the VNNI product, whose horizontal sums per block column saturate the
+    /// shuffle port at four rows; Q4_0 and Q4_K unpack twice the values per byte and are
+    /// faster as integers (see `docs/perf-log.md`). Q6_K's four-row product is no faster
+    /// than the dequantizing GEMM at prefill sizes (`prefill_int8_vs_dequantized_gemm`);
+    /// Q5_K's is, and Q5_K_M prefill gains from it.
+    pub(crate) fn integer_prefill(&self, layout: InterleavedLayout) -> bool {
+        matches!(
+            layout,
+            InterleavedLayout::Q4_0R8 | InterleavedLayout::Q4KR8 | InterleavedLayout::Q5KR8
+        )
     }
 }

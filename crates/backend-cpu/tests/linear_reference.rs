@@ -14,8 +14,8 @@
 
 mod products;
 
-use products::{QUANT_FORMATS, cpu_contexts, float_tensor, nmse, normal, quantized_tensor};
-use tempra_tensor::quant::interleave_rows;
+use products::{cpu_contexts, float_tensor, nmse, normal, quant_formats, quantized_tensor};
+use tempra_backend_cpu::interleaved::{InterleavedLayout, InterleavedWeight, interleave_rows};
 use tempra_tensor::{DType, ExecContext, Tensor};
 
 const FLOAT_BUDGET: f64 = 1e-9;
@@ -87,9 +87,11 @@ fn float_weights_with_bias_batches_and_views() {
 #[test]
 fn quantized_weights_every_format() {
     let reference = ExecContext::reference();
-    for (f, dtype) in QUANT_FORMATS.into_iter().enumerate() {
+    for (f, dtype) in quant_formats().into_iter().enumerate() {
         let bl = dtype.block_len();
-        for (i, &(m, n, kb)) in [(1, 33, 2), (3, 17, 1), (1, 255, 3), (5, 1, 2), (17, 40, 2)]
+        // One weight row (n = 1) over 33 input rows: the NMSE of fewer outputs scatters
+        // past the budget on its own (5 rows of a random IQ2_XS row drew 7.7e-4).
+        for (i, &(m, n, kb)) in [(1, 33, 2), (3, 17, 1), (1, 255, 3), (33, 1, 2), (17, 40, 2)]
             .iter()
             .enumerate()
         {
@@ -153,10 +155,10 @@ fn quantized_prefill_tile_edges() {
 fn prepared_weights_give_the_same_products() {
     // `prepare_weight` interleaves Q4_0, Q8_0, Q4_K, Q5_K and Q6_K rows in groups of
     // eight where the ISA has the kernels; the product must not change: against the
-    // reference (which reads the interleaved layout through its own de-interleave, bit
-    // for bit as the original) and equal across thread counts. 40 rows take the prefill
-    // path (integer products for Q4_0R8, Q4KR8 and Q5KR8, the dequantizing GEMM for
-    // Q8_0R8 and Q6KR8).
+    // reference (which reads the prepared weight converted back to its dtype's layout,
+    // bit for bit as the original) and equal across thread counts. 40 rows take the
+    // prefill path (integer products for Q4_0, Q4_K and Q5_K, the dequantizing GEMM for
+    // Q8_0 and Q6_K).
     let reference = ExecContext::reference();
     for dtype in [DType::Q4_0, DType::Q8_0, DType::Q4K, DType::Q5K, DType::Q6K] {
         for (n, k) in [(8, 256), (24, 512), (264, 512)] {
@@ -171,7 +173,9 @@ fn prepared_weights_give_the_same_products() {
                     );
                     continue;
                 };
-                assert_eq!(prepared.dtype(), dtype.interleaved().unwrap());
+                let layout = InterleavedLayout::of(dtype).unwrap();
+                assert_eq!(prepared.dtype(), dtype);
+                assert_eq!(InterleavedWeight::of(&prepared).unwrap().layout(), layout);
                 assert_eq!(prepared.dims(), w.dims());
                 for m in [1, 3, 40] {
                     let x = float_tensor(&normal(m * k, 50 + m as u64), &[m, k], DType::F32);
@@ -219,8 +223,8 @@ fn prepare_splits_large_weights_over_the_workers_bit_exactly() {
     let reference = ExecContext::reference();
     let (n, k) = (1024, 2048);
     let w = quantized_tensor(&reference, &normal(n * k, 7), n, k, DType::Q8_0);
-    let target = DType::Q8_0R8;
-    let mut want = vec![0u8; target.bytes_for(n * k).unwrap()];
+    let target = InterleavedLayout::Q8_0R8;
+    let mut want = vec![0u8; target.bytes_for(n, k).unwrap()];
     interleave_rows(target, n, k, w.storage().host_bytes().unwrap(), &mut want).unwrap();
     for (name, ctx) in cpu_contexts() {
         let Some(prepared) = ctx.prepare_weight(&w).unwrap() else {
@@ -230,7 +234,7 @@ fn prepare_splits_large_weights_over_the_workers_bit_exactly() {
             );
             continue;
         };
-        let got = &prepared.storage().host_bytes().unwrap()[..want.len()];
+        let got = InterleavedWeight::of(&prepared).unwrap().bytes();
         assert!(
             got == want.as_slice(),
             "{name}: the interleaved copy differs"
@@ -262,6 +266,35 @@ fn prepare_keeps_weights_it_cannot_interleave() {
                 .linear(&x, &p.narrow(0, 0, 4).unwrap(), None)
                 .unwrap_err();
             assert!(err.to_string().contains("groups of 8"), "{name}: {err}");
+        }
+    }
+}
+
+#[test]
+fn other_ops_read_a_prepared_weight_converted_back() {
+    // Only `linear` reads the interleaved layout. A dequantizing cast is handed to the
+    // reference (counted), which reads the weight converted back to its dtype's layout:
+    // the values of the original, never the interleaved bytes taken for the file's.
+    let reference = ExecContext::reference();
+    for dtype in [DType::Q4_0, DType::Q4K, DType::Q6K] {
+        let w = quantized_tensor(&reference, &normal(16 * 256, 8), 16, 256, dtype);
+        let want = w.to_vec_f32().unwrap();
+        for (name, ctx) in cpu_contexts() {
+            let Some(p) = ctx.prepare_weight(&w).unwrap() else {
+                continue;
+            };
+            assert_eq!(p.to_vec_f32().unwrap(), want, "{name} {dtype}");
+            let before = ctx.handoffs().get("copy").copied().unwrap_or(0);
+            let cast = ctx.cast(&p, DType::F32).unwrap();
+            assert_eq!(cast.to_vec_f32().unwrap(), want, "{name} {dtype}: cast");
+            let after = ctx.handoffs().get("copy").copied().unwrap_or(0);
+            assert_eq!(
+                after,
+                before + 1,
+                "{name} {dtype}: the cast is a counted hand-off"
+            );
+            let err = p.storage().host_bytes().unwrap_err();
+            assert!(err.to_string().contains("prepared layout"), "{name}: {err}");
         }
     }
 }

@@ -3,9 +3,10 @@
 
 use std::sync::Arc;
 
+use tempra_backend_cpu::interleaved::{InterleavedLayout, InterleavedWeight};
 use tempra_backend_cpu::{CpuBackend, CpuConfig, Isa};
 use tempra_tensor::compare::nmse;
-use tempra_tensor::quant::vec_dot_dtype;
+use tempra_tensor::quant::{self, vec_dot_dtype};
 use tempra_tensor::tempra_pool::HostPool;
 use tempra_tensor::{DType, ExecContext, Result, Tensor};
 
@@ -16,7 +17,7 @@ const README: &str = include_str!("../README.md");
 struct Row {
     format: DType,
     activations: DType,
-    layout: Option<DType>,
+    layout: Option<InterleavedLayout>,
     integer_prefill: bool,
 }
 
@@ -26,6 +27,14 @@ fn dtype_named(name: &str) -> DType {
         .into_iter()
         .find(|d| d.name() == name)
         .unwrap_or_else(|| panic!("the README names no dtype {name:?}"))
+}
+
+/// The interleaved layout whose `name()` is `name`.
+fn layout_named(name: &str) -> InterleavedLayout {
+    InterleavedLayout::ALL
+        .into_iter()
+        .find(|l| l.name() == name)
+        .unwrap_or_else(|| panic!("the README names no layout {name:?}"))
 }
 
 /// The rows of the table under the `| weight format |` header.
@@ -51,7 +60,7 @@ fn format_table() -> Vec<Row> {
                 activations: dtype_named(cells[2]),
                 layout: match cells[3] {
                     "—" => None,
-                    name => Some(dtype_named(name)),
+                    name => Some(layout_named(name)),
                 },
                 integer_prefill: match cells[4] {
                     "integer" => true,
@@ -63,12 +72,12 @@ fn format_table() -> Vec<Row> {
         .collect()
 }
 
-/// The block formats weights come in: every block dtype but the interleaved layouts
-/// and the activation-only Q8_1 and Q8_K.
+/// The block formats weights come in: every block dtype but the activation-only Q8_1
+/// and Q8_K.
 fn weight_formats() -> Vec<DType> {
     DType::ALL
         .into_iter()
-        .filter(|d| d.is_quantized() && d.row_group() == 1)
+        .filter(|d| d.is_quantized())
         .filter(|d| !matches!(d, DType::Q8_1 | DType::Q8K))
         .collect()
 }
@@ -84,10 +93,13 @@ fn the_table_matches_the_dtypes() {
     for row in format_table() {
         let f = row.format;
         assert_eq!(row.activations, vec_dot_dtype(f), "{f}: activations");
-        assert_eq!(row.layout, f.interleaved(), "{f}: DType::interleaved");
+        assert_eq!(
+            row.layout,
+            InterleavedLayout::of(f),
+            "{f}: InterleavedLayout::of"
+        );
         if let Some(layout) = row.layout {
-            assert_eq!(layout.base_format(), f, "{layout}: base_format");
-            assert_eq!(layout.row_group(), 8, "{layout}: rows per group");
+            assert_eq!(layout.format(), f, "{layout}: format");
         }
     }
 }
@@ -116,9 +128,15 @@ fn cpus_with(fast_prefill: bool) -> Vec<(Isa, ExecContext)> {
 const N: usize = 16;
 const K: usize = 256;
 
-/// The same `[N, K]` weight of `format` and `[rows, K]` input in `ctx`.
+/// The same `[N, K]` weight of `format` (random blocks for the formats without a
+/// quantizer) and `[rows, K]` input in `ctx`.
 fn operands(ctx: &ExecContext, format: DType, rows: usize) -> Result<(Tensor, Tensor)> {
-    let w = ctx.quantize(&ctx.randn(&[N, K], DType::F32, 0.0, 1.0, 11)?, format)?;
+    let w = if quant::has_quantizer(format) {
+        ctx.quantize(&ctx.randn(&[N, K], DType::F32, 0.0, 1.0, 11)?, format)?
+    } else {
+        let blocks = quant::random_blocks(format, N * K / format.block_len(), 1.0, 11)?;
+        ctx.from_bytes(&blocks, &[N, K], format)?
+    };
     let x = ctx.randn(&[rows, K], DType::F32, 0.0, 1.0, 12)?;
     Ok((w, x))
 }
@@ -128,10 +146,16 @@ fn prepare_weight_makes_the_tables_layouts() -> Result<()> {
     for (isa, ctx) in cpus() {
         for row in format_table() {
             let (w, _) = operands(&ctx, row.format, 1)?;
-            let prepared = ctx.prepare_weight(&w)?.map(|t| t.dtype());
+            let prepared = ctx.prepare_weight(&w)?;
+            if let Some(p) = &prepared {
+                assert_eq!(p.dtype(), row.format, "{isa}: the dtype stays the file's");
+            }
+            let layout = prepared
+                .as_ref()
+                .and_then(|p| Some(InterleavedWeight::of(p)?.layout()));
             // The portable kernels read the row-major blocks: nothing is prepared there.
             let want = if isa == Isa::Scalar { None } else { row.layout };
-            assert_eq!(prepared, want, "{isa} {}", row.format);
+            assert_eq!(layout, want, "{isa} {}", row.format);
         }
     }
     Ok(())
@@ -156,7 +180,7 @@ fn runs_integer(ctx: &ExecContext, format: DType, rows: usize, prepare: bool) ->
     assert!(
         !(1e-10..=1e-8).contains(&err),
         "{format} ({} as given to linear), {rows} rows: NMSE {err:e} is neither path's",
-        w.dtype()
+        w.storage().kind()
     );
     Ok(err > 1e-8)
 }
@@ -210,7 +234,7 @@ mod example {
         let y = ctx.matmul(&a, &a.t()?)?; // the transposed view is packed, not copied
         assert_eq!(y.to_vec_f32()?, [5.0, 11.0, 11.0, 25.0]);
         let w = ctx.quantize(&ctx.randn(&[64, 256], DType::F32, 0.0, 1.0, 7)?, DType::Q4K)?;
-        let w = ctx.prepare_weight(&w)?.unwrap_or(w); // Q4KR8 from AVX2 up, else kept
+        let w = ctx.prepare_weight(&w)?.unwrap_or(w); // q4_K_r8 from AVX2 up, else kept
         let x = ctx.randn(&[1, 256], DType::F32, 0.0, 1.0, 8)?;
         assert_eq!(ctx.linear(&x, &w, None)?.dims(), &[1, 64]); // Q8_K activations, int8 dots
         Ok(())

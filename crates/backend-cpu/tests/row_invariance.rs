@@ -8,7 +8,7 @@
 
 mod products;
 
-use products::{QUANT_FORMATS, cpu_contexts, float_tensor, normal, quantized_tensor};
+use products::{bits, cpu_contexts, float_tensor, normal, quant_formats, quantized_tensor};
 use tempra_tensor::{AttentionParams, DType, ExecContext, Tensor};
 
 /// Input rows per call: past the quantized tile of four and the 6- and 16-row GEMM tiles.
@@ -16,15 +16,6 @@ const ROWS: usize = 37;
 
 /// Chunk boundaries a prompt of [`ROWS`] rows is split at (a prefill in chunks).
 const CHUNKS: [usize; 5] = [0, 5, 6, 23, ROWS];
-
-/// The bits of `t`'s values.
-fn bits(t: &Tensor) -> Vec<u32> {
-    t.to_vec_f32()
-        .unwrap()
-        .iter()
-        .map(|v| v.to_bits())
-        .collect()
-}
 
 /// Where two runs of the same rows first differ, for the message.
 fn first_difference(got: &[u32], want: &[u32], width: usize) -> String {
@@ -63,7 +54,7 @@ const FLOAT_FORMATS: [DType; 3] = [DType::F32, DType::F16, DType::BF16];
 fn linear_rows_are_the_same_bits_alone_in_chunks_and_in_one_call() {
     // 512 × 512: above 64 KiB of weights per task in every format, so 3 threads split it.
     let mut failures = Vec::new();
-    let formats = FLOAT_FORMATS.into_iter().chain(QUANT_FORMATS);
+    let formats = FLOAT_FORMATS.into_iter().chain(quant_formats());
     for dtype in formats {
         check_linear(dtype, 512, 512, &mut failures);
     }

@@ -32,8 +32,10 @@ pub(crate) unsafe fn dequantize_blocks_avx2(dtype: DType, src: &[u8], out: &mut 
     }
 }
 
+/// [`dequantize_blocks`] inlined into its caller (compiled for the caller's ISA: the
+/// attention kernel's staging of a quantized KV cache).
 #[inline(always)]
-fn dequantize_blocks_inline(dtype: DType, src: &[u8], out: &mut [f32]) {
+pub(crate) fn dequantize_blocks_inline(dtype: DType, src: &[u8], out: &mut [f32]) {
     let bb = dtype.block_bytes();
     match dtype {
         DType::Q4_0 | DType::Q4_1 | DType::Q5_0 | DType::Q5_1 | DType::Q8_0

@@ -22,6 +22,7 @@
 //! comes from the pool.
 
 mod dequant;
+pub(crate) use dequant::dequantize_blocks_inline;
 #[cfg(target_arch = "x86_64")]
 mod dequant_avx2;
 pub(crate) mod dot_rows;

@@ -8,6 +8,7 @@ use half::{bf16, f16};
 use tempra_tensor::DType;
 
 use super::pack::PackOps;
+use crate::interleaved::InterleavedLayout;
 use crate::prefetch::prefetch;
 
 /// The values behind an operand, in their stored dtype.
@@ -23,18 +24,20 @@ pub(crate) enum Values<'a> {
     /// packing. Element indices are virtual: element `v` is value `v % block_len` of
     /// block `base_block + v / block_len`, so with `rs = 1` and `cs = row_stride_blocks ·
     /// block_len` element `(k, n)` is `w[n, k]`. Only `pack_panels` reads this variant,
-    /// in runs that start on a block boundary and cover whole blocks. A row-interleaved
-    /// dtype (`Q8_0R8`, ...) is addressed the same way, as if its rows were stored one
-    /// after another; each block is gathered from its group's record.
+    /// in runs that start on a block boundary and cover whole blocks. A prepared weight
+    /// (rows interleaved by eight) is addressed the same way, as if its rows were stored
+    /// one after another; each block is gathered from its group's record.
     Blocks {
         /// The block format.
         dtype: DType,
-        /// The storage's bytes.
+        /// The storage's bytes (a prepared weight's from its first group on).
         bytes: &'a [u8],
-        /// The block holding `w[0, 0]` (for an interleaved dtype, a group's first).
+        /// The block holding `w[0, 0]` (0 for a prepared weight).
         base_block: usize,
-        /// Blocks per weight row (where an interleaved dtype's rows start).
+        /// Blocks per weight row (where an interleaved weight's rows start).
         row_blocks: usize,
+        /// The interleaved layout of a prepared weight, `None` for row-major blocks.
+        interleaved: Option<InterleavedLayout>,
     },
 }
 
@@ -98,13 +101,14 @@ impl<'a> MatRef<'a> {
                 bytes,
                 base_block,
                 row_blocks,
+                interleaved,
             } => {
                 // Whole blocks along a row (the only way packing reads this variant).
                 let bl = dtype.block_len();
                 debug_assert!(stride == 1 && first.is_multiple_of(bl) && n.is_multiple_of(bl));
-                if dtype.row_group() > 1 {
+                if let Some(layout) = interleaved {
                     let first_block = base_block + first / bl;
-                    return load_interleaved(ops, dtype, bytes, first_block, row_blocks, out);
+                    return load_interleaved(ops, layout, bytes, first_block, row_blocks, out);
                 }
                 let src = &bytes[block_bytes(dtype, base_block, first, n)];
                 match ops.dequantize {
@@ -131,11 +135,12 @@ impl MatRef<'_> {
                 bytes,
                 base_block,
                 row_blocks,
-            } if dtype.row_group() > 1 => {
+                interleaved: Some(layout),
+            } => {
                 // One hint per block: each lies in another record.
                 let (bl, first_block) = (dtype.block_len(), base_block + first / dtype.block_len());
                 for v in first_block..first_block + len.div_ceil(bl) {
-                    let (record, _) = interleaved_place(dtype, v, row_blocks);
+                    let (record, _) = layout.place(v, row_blocks);
                     prefetch(bytes, record.start);
                 }
             }
@@ -151,40 +156,28 @@ impl MatRef<'_> {
     }
 }
 
-/// Where block `v` of a row-interleaved `dtype` lies, `v` counted as if the rows were
-/// stored one after another (`row_blocks` blocks each): the bytes of its group's record
-/// and its row within the group.
-fn interleaved_place(dtype: DType, v: usize, row_blocks: usize) -> (Range<usize>, usize) {
-    let group = dtype.row_group();
-    let (row, b) = (v / row_blocks.max(1), v % row_blocks.max(1));
-    let record_bytes = group * dtype.block_bytes();
-    let start = ((row / group) * row_blocks + b) * record_bytes;
-    (start..start + record_bytes, row % group)
-}
-
-/// Dequantizes `out.len() / block_len` blocks of an interleaved `dtype` from block
-/// `first_block` on (one row's run): the blocks are gathered back to their base format
+/// Dequantizes `out.len() / block_len` blocks of a weight in `layout` from block
+/// `first_block` on (one row's run): the blocks are gathered back to their format
 /// into a stack buffer, a chunk at a time, and each chunk dequantized in one call as
 /// that format is (a chunk spreads each call's fixed work over many blocks: Q8_0 prefill
 /// ran faster chunked than with one call per block).
 fn load_interleaved(
     ops: PackOps,
-    dtype: DType,
+    layout: InterleavedLayout,
     bytes: &[u8],
     first_block: usize,
     row_blocks: usize,
     out: &mut [f32],
 ) {
-    let base = dtype.base_format();
+    let base = layout.format();
     let (bl, bb) = (base.block_len(), base.block_bytes());
     let mut gathered = [0u8; 4096];
     let per_chunk = (gathered.len() / bb).max(1);
     for (c, values) in out.chunks_mut(per_chunk * bl).enumerate() {
         let blocks = values.len() / bl;
         for (i, block) in gathered.chunks_exact_mut(bb).take(blocks).enumerate() {
-            let (record, row) =
-                interleaved_place(dtype, first_block + c * per_chunk + i, row_blocks);
-            tempra_tensor::quant::get_block(dtype, row, &bytes[record], block);
+            let (record, row) = layout.place(first_block + c * per_chunk + i, row_blocks);
+            layout.get_block(row, &bytes[record], block);
         }
         let src = &gathered[..blocks * bb];
         match ops.dequantize {

@@ -8,6 +8,10 @@
 //! scores live in a `rows × BLOCK` scratch, the running output in a `rows × Dv`
 //! accumulator, both on the caller's stack.
 //!
+//! Keys and values are f32 or f16, read where they lie, or block-quantized (a Q8_0 or Q4_0
+//! cache): then each block of keys and its values are dequantized into a staging buffer
+//! (exactly as the reference dequantizes) and the block runs the f32 arithmetic.
+//!
 //! With eight rows each key row is loaded (and converted from f16) once per tile and used
 //! by every row; with fewer, each row takes eight keys at a time (the block's key rows
 //! stay in L1), so a one-row tile — every tile of a model without GQA — still has eight
@@ -20,7 +24,9 @@
 use std::ops::Range;
 
 use half::f16;
+use tempra_tensor::DType;
 
+use crate::gemm::dequantize_blocks_inline;
 use crate::kernels::reduce::max_row;
 use crate::math;
 use crate::prefetch::prefetch;
@@ -36,16 +42,27 @@ pub(crate) const MAX_HEAD_DIM: usize = 512;
 /// every ISA's lane count).
 pub(crate) const PAD: usize = 16;
 
-/// K or V data: the storage of one operand, f32 or f16.
+/// K or V data: the storage of one operand, f32, f16 or a 32-value block format.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum KvData<'a> {
     /// f32 storage.
     F32(&'a [f32]),
     /// f16 storage.
     F16(&'a [f16]),
+    /// Blocks of a 32-value format (Q8_0, Q4_0: a quantized KV cache), as bytes; rows
+    /// are whole blocks and [`KvRows`] counts in blocks.
+    Blocks(DType, &'a [u8]),
 }
 
-/// Where the rows of one KV head live: row `j` is `dim` values at `base + j·stride`.
+impl KvData<'_> {
+    /// Whether the data is block-quantized (read through the staging buffer).
+    pub(crate) fn is_blocks(&self) -> bool {
+        matches!(self, KvData::Blocks(..))
+    }
+}
+
+/// Where the rows of one KV head live: row `j` is `dim` values at `base + j·stride`
+/// (storage units: values, or blocks for [`KvData::Blocks`]).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct KvRows {
     /// Storage unit of row 0.
@@ -54,6 +71,17 @@ pub(crate) struct KvRows {
     pub stride: usize,
     /// Values per row (contiguous).
     pub dim: usize,
+}
+
+impl KvRows {
+    /// The same rows from row `j` on (row `j` becomes row 0).
+    #[inline(always)]
+    fn starting_at(self, j: usize) -> KvRows {
+        KvRows {
+            base: self.base + j * self.stride,
+            ..self
+        }
+    }
 }
 
 /// One tile's query rows and where its output goes.
@@ -89,14 +117,29 @@ impl Scratch {
     }
 }
 
+/// The f32s of the staging buffer a tile over block-quantized keys or values needs
+/// ([`attend_tile_rows`]'s `staging`): one block of keys and one of values.
+pub(crate) fn staging_len(d: usize, dv: usize) -> usize {
+    BLOCK * (d + dv)
+}
+
 /// `n` rounded up to [`PAD`].
 #[inline(always)]
 pub(crate) fn pad(n: usize) -> usize {
     n.div_ceil(PAD) * PAD
 }
 
+/// The online softmax state of a tile's rows: per row the running maximum and sum.
+struct RowState {
+    m: [f32; MAX_ROWS],
+    l: [f32; MAX_ROWS],
+}
+
 /// Attends one tile: `out` (`rows × Dv`, contiguous) gets each row's softmax-weighted sum
 /// of the value rows over its range of `tile.keys`; zeros when that range is empty.
+/// Float keys and values are read where they lie; when either is block-quantized, each
+/// block of keys and its values are first converted into `staging` (at least
+/// [`staging_len`] f32s): the same values for a row whichever tile it is in.
 #[inline(always)]
 fn attend_tile<S: Simd>(
     s: S,
@@ -106,128 +149,209 @@ fn attend_tile<S: Simd>(
     v: KvData<'_>,
     vr: KvRows,
     scratch: &mut Scratch,
-    out: &mut [f32],
-) {
-    match (k, v) {
-        (KvData::F16(k), KvData::F16(v)) => {
-            attend::<S, f16, f16>(s, tile, k, kr, v, vr, scratch, out)
-        }
-        (KvData::F32(k), KvData::F32(v)) => {
-            attend::<S, f32, f32>(s, tile, k, kr, v, vr, scratch, out)
-        }
-        (KvData::F16(k), KvData::F32(v)) => {
-            attend::<S, f16, f32>(s, tile, k, kr, v, vr, scratch, out)
-        }
-        (KvData::F32(k), KvData::F16(v)) => {
-            attend::<S, f32, f16>(s, tile, k, kr, v, vr, scratch, out)
-        }
-    }
-}
-
-#[inline(always)]
-fn attend<S: Simd, K: Lane, V: Lane>(
-    s: S,
-    tile: &Tile<'_>,
-    k: &[K],
-    kr: KvRows,
-    v: &[V],
-    vr: KvRows,
-    scratch: &mut Scratch,
+    staging: &mut [f32],
     out: &mut [f32],
 ) {
     let rows = tile.rows.min(MAX_ROWS);
     let (d, dv) = (kr.dim, vr.dim);
-    let (dp, dvp) = (pad(d), pad(dv));
+    let dvp = pad(dv);
     let out = &mut out[..rows * dv];
     let row_keys = &tile.keys[..rows];
     let Some((first, end)) = key_union(row_keys) else {
         out.fill(0.0);
         return;
     };
-    let acc = &mut scratch.acc[..rows * dvp];
-    acc.fill(0.0);
-    let mut m = [f32::NEG_INFINITY; MAX_ROWS];
-    let mut l = [0.0f32; MAX_ROWS];
+    scratch.acc[..rows * dvp].fill(0.0);
+    let mut state = RowState {
+        m: [f32::NEG_INFINITY; MAX_ROWS],
+        l: [0.0; MAX_ROWS],
+    };
+    let prefetch = |keys: Range<usize>| {
+        prefetch_rows(k, kr, keys.clone());
+        prefetch_rows(v, vr, keys);
+    };
     // Blocks start at multiples of BLOCK, not at the tile's first key: a row's blocks (and
     // so its online softmax) are then the same whichever rows share its tile; keys before
     // the row's own range are masked.
     let mut j0 = first - first % BLOCK;
-    prefetch_block(k, kr, v, vr, j0..end.min(j0 + BLOCK));
+    prefetch(j0..end.min(j0 + BLOCK));
     while j0 < end {
         let nb = BLOCK.min(end - j0);
-        // Scores of every row against the block's keys: with fewer than eight rows, eight
-        // keys at a time per row (eight independent sums and one reduction per eight
-        // keys, instead of a dependent chain and a horizontal sum per key and row).
-        let first_single = if rows < 8 {
-            let batched = nb - nb % 8;
-            for jj in (0..batched).step_by(8) {
-                if j0 + nb + jj < end {
-                    prefetch_block(k, kr, v, vr, j0 + nb + jj..(j0 + nb + jj + 8).min(end));
-                }
-                let starts: [usize; 8] =
-                    std::array::from_fn(|t| kr.base + (j0 + jj + t) * kr.stride);
-                for r in 0..rows {
-                    let sc = &mut scratch.scores[r * BLOCK + jj..r * BLOCK + jj + 8];
-                    dots_keys(s, &tile.q[r * dp..(r + 1) * dp], k, starts, d, sc);
-                }
-            }
-            batched
-        } else {
-            0
+        let mut cx = BlockContext {
+            tile,
+            block: KeyBlock { j0, nb, end },
+            scratch: &mut *scratch,
+            state: &mut state,
         };
-        for jj in first_single..nb {
-            // The next block's rows arrive while this one is computed, asked for one key
-            // per key (issued as one burst, the instructions after the prefetches stalled
-            // and stood out in decode attention's profile).
-            if j0 + nb + jj < end {
-                prefetch_block(k, kr, v, vr, j0 + nb + jj..j0 + nb + jj + 1);
+        let (kb, vb) = (kr.starting_at(j0), vr.starting_at(j0));
+        match (k, v) {
+            (KvData::F16(k), KvData::F16(v)) => {
+                attend_block(s, &mut cx, (k, kb), (v, vb), &prefetch)
             }
-            let start = kr.base + (j0 + jj) * kr.stride;
-            let krow = &k[start..start + d];
-            let mut r0 = 0;
-            while r0 < rows {
-                let left = rows - r0;
-                let q = &tile.q[r0 * dp..];
-                let sc = &mut scratch.scores[r0 * BLOCK + jj..];
-                r0 += match left {
-                    8.. => dots::<S, K, 8>(s, q, dp, krow, sc),
-                    4.. => dots::<S, K, 4>(s, q, dp, krow, sc),
-                    2.. => dots::<S, K, 2>(s, q, dp, krow, sc),
-                    _ => dots::<S, K, 1>(s, q, dp, krow, sc),
+            (KvData::F32(k), KvData::F32(v)) => {
+                attend_block(s, &mut cx, (k, kb), (v, vb), &prefetch)
+            }
+            (KvData::F16(k), KvData::F32(v)) => {
+                attend_block(s, &mut cx, (k, kb), (v, vb), &prefetch)
+            }
+            (KvData::F32(k), KvData::F16(v)) => {
+                attend_block(s, &mut cx, (k, kb), (v, vb), &prefetch)
+            }
+            _ => {
+                // The next block's rows arrive while this one is converted and attended.
+                if j0 + nb < end {
+                    prefetch(j0 + nb..end.min(j0 + nb + BLOCK));
+                }
+                let (ks, vs) = staging[..BLOCK * (d + dv)].split_at_mut(BLOCK * d);
+                stage_rows(k, kb, nb, ks);
+                stage_rows(v, vb, nb, vs);
+                let packed = |dim| KvRows {
+                    base: 0,
+                    stride: dim,
+                    dim,
                 };
+                let none = |_: Range<usize>| {};
+                attend_block(s, &mut cx, (&*ks, packed(d)), (&*vs, packed(dv)), &none);
             }
-        }
-        let running = Running {
-            m: &mut m[..rows],
-            l: &mut l[..rows],
-            acc,
-            stride: dvp,
-        };
-        softmax_block(
-            s,
-            &mut scratch.scores,
-            nb,
-            j0,
-            row_keys,
-            tile.softcap,
-            running,
-        );
-        // Accumulate the weighted value rows.
-        let mut r0 = 0;
-        while r0 < rows {
-            let left = rows - r0;
-            let sc = &scratch.scores[r0 * BLOCK..];
-            let a = &mut acc[r0 * dvp..];
-            r0 += match left {
-                8.. => accumulate::<S, V, 8>(s, sc, nb, v, vr, j0, a, dvp),
-                4.. => accumulate::<S, V, 4>(s, sc, nb, v, vr, j0, a, dvp),
-                2.. => accumulate::<S, V, 2>(s, sc, nb, v, vr, j0, a, dvp),
-                _ => accumulate::<S, V, 1>(s, sc, nb, v, vr, j0, a, dvp),
-            };
         }
         j0 += nb;
     }
-    normalize_rows(acc, dvp, &l[..rows], dv, out);
+    normalize_rows(&scratch.acc, dvp, &state.l[..rows], dv, out);
+}
+
+/// The keys `j0 .. j0 + nb` of a tile whose keys end at `end`.
+#[derive(Clone, Copy)]
+struct KeyBlock {
+    j0: usize,
+    nb: usize,
+    end: usize,
+}
+
+/// `nb` rows of `data` (rows per `rows`, from its row 0) as f32, `rows.dim` values each,
+/// one after another in `out`.
+#[inline(always)]
+fn stage_rows(data: KvData<'_>, rows: KvRows, nb: usize, out: &mut [f32]) {
+    let dim = rows.dim;
+    for (jj, row) in out[..nb * dim].chunks_exact_mut(dim.max(1)).enumerate() {
+        let start = rows.base + jj * rows.stride;
+        match data {
+            KvData::F32(x) => row.copy_from_slice(&x[start..start + dim]),
+            KvData::F16(x) => {
+                for (o, h) in row.iter_mut().zip(&x[start..start + dim]) {
+                    *o = h.to_f32();
+                }
+            }
+            KvData::Blocks(dtype, bytes) => {
+                let bb = dtype.block_bytes();
+                let blocks = dim / dtype.block_len();
+                dequantize_blocks_inline(dtype, &bytes[start * bb..(start + blocks) * bb], row);
+            }
+        }
+    }
+}
+
+/// What one block's attention works on: the tile, the block's keys, the scratch and the
+/// rows' online softmax state.
+struct BlockContext<'a, 't> {
+    tile: &'a Tile<'t>,
+    block: KeyBlock,
+    scratch: &'a mut Scratch,
+    state: &'a mut RowState,
+}
+
+/// One block of keys (`block.j0 ..`, keys and values read from row 0 of `k` and `v`)
+/// for every row of the tile: scores, the online softmax step, and the weighted values
+/// added to the accumulators. `prefetch` asks for keys (absolute indices) of the next
+/// block while this one is computed.
+#[inline(always)]
+fn attend_block<S: Simd, K: Lane, V: Lane>(
+    s: S,
+    cx: &mut BlockContext<'_, '_>,
+    (k, kr): (&[K], KvRows),
+    (v, vr): (&[V], KvRows),
+    prefetch: &impl Fn(Range<usize>),
+) {
+    let BlockContext {
+        tile,
+        block,
+        scratch,
+        state,
+    } = cx;
+    let (tile, block) = (*tile, *block);
+    let rows = tile.rows.min(MAX_ROWS);
+    let (d, dvp) = (kr.dim, pad(vr.dim));
+    let dp = pad(d);
+    let KeyBlock { j0, nb, end } = block;
+    // Scores of every row against the block's keys: with fewer than eight rows, eight
+    // keys at a time per row (eight independent sums and one reduction per eight keys,
+    // instead of a dependent chain and a horizontal sum per key and row).
+    let first_single = if rows < 8 {
+        let batched = nb - nb % 8;
+        for jj in (0..batched).step_by(8) {
+            if j0 + nb + jj < end {
+                prefetch(j0 + nb + jj..(j0 + nb + jj + 8).min(end));
+            }
+            let starts: [usize; 8] = std::array::from_fn(|t| kr.base + (jj + t) * kr.stride);
+            for r in 0..rows {
+                let sc = &mut scratch.scores[r * BLOCK + jj..r * BLOCK + jj + 8];
+                dots_keys(s, &tile.q[r * dp..(r + 1) * dp], k, starts, d, sc);
+            }
+        }
+        batched
+    } else {
+        0
+    };
+    for jj in first_single..nb {
+        // The next block's rows arrive while this one is computed, asked for one key per
+        // key (issued as one burst, the instructions after the prefetches stalled and
+        // stood out in decode attention's profile).
+        if j0 + nb + jj < end {
+            prefetch(j0 + nb + jj..j0 + nb + jj + 1);
+        }
+        let start = kr.base + jj * kr.stride;
+        let krow = &k[start..start + d];
+        let mut r0 = 0;
+        while r0 < rows {
+            let left = rows - r0;
+            let q = &tile.q[r0 * dp..];
+            let sc = &mut scratch.scores[r0 * BLOCK + jj..];
+            r0 += match left {
+                8.. => dots::<S, K, 8>(s, q, dp, krow, sc),
+                4.. => dots::<S, K, 4>(s, q, dp, krow, sc),
+                2.. => dots::<S, K, 2>(s, q, dp, krow, sc),
+                _ => dots::<S, K, 1>(s, q, dp, krow, sc),
+            };
+        }
+    }
+    let acc = &mut scratch.acc[..rows * dvp];
+    let running = Running {
+        m: &mut state.m[..rows],
+        l: &mut state.l[..rows],
+        acc,
+        stride: dvp,
+    };
+    softmax_block(
+        s,
+        &mut scratch.scores,
+        nb,
+        j0,
+        &tile.keys[..rows],
+        tile.softcap,
+        running,
+    );
+    // Accumulate the weighted value rows.
+    let mut r0 = 0;
+    while r0 < rows {
+        let left = rows - r0;
+        let sc = &scratch.scores[r0 * BLOCK..];
+        let a = &mut scratch.acc[r0 * dvp..];
+        r0 += match left {
+            8.. => accumulate::<S, V, 8>(s, sc, nb, v, vr, a, dvp),
+            4.. => accumulate::<S, V, 4>(s, sc, nb, v, vr, a, dvp),
+            2.. => accumulate::<S, V, 2>(s, sc, nb, v, vr, a, dvp),
+            _ => accumulate::<S, V, 1>(s, sc, nb, v, vr, a, dvp),
+        };
+    }
 }
 
 /// The first key and the end of the union of the rows' key ranges (empty ranges add
@@ -343,15 +467,22 @@ pub(crate) fn normalize_rows(acc: &[f32], stride: usize, l: &[f32], dv: usize, o
     }
 }
 
-/// Asks the cache for the key and value rows `keys`: a head's rows are a few KiB apart
-/// in the cache (one position's heads lie between) and the weights streamed since the
-/// last step evicted them, so without it decode attention waited on DRAM per key (a
-/// large share of a small model's decode step).
+/// Asks the cache for the rows `keys` of `data`: a head's rows are a few KiB apart in the
+/// cache (one position's heads lie between) and the weights streamed since the last
+/// step evicted them, so without it decode attention waited on DRAM per key (a large
+/// share of a small model's decode step).
 #[inline(always)]
-fn prefetch_block<K, V>(k: &[K], kr: KvRows, v: &[V], vr: KvRows, keys: Range<usize>) {
+fn prefetch_rows(data: KvData<'_>, rows: KvRows, keys: Range<usize>) {
     for j in keys {
-        prefetch_row(k, kr.base + j * kr.stride, kr.dim);
-        prefetch_row(v, vr.base + j * vr.stride, vr.dim);
+        let start = rows.base + j * rows.stride;
+        match data {
+            KvData::F32(x) => prefetch_row(x, start, rows.dim),
+            KvData::F16(x) => prefetch_row(x, start, rows.dim),
+            KvData::Blocks(dtype, x) => {
+                let bb = dtype.block_bytes();
+                prefetch_row(x, start * bb, rows.dim / dtype.block_len() * bb);
+            }
+        }
     }
 }
 
@@ -473,7 +604,6 @@ fn accumulate<S: Simd, V: Lane, const R: usize>(
     nb: usize,
     v: &[V],
     vr: KvRows,
-    j0: usize,
     acc: &mut [f32],
     dvp: usize,
 ) -> usize {
@@ -482,7 +612,7 @@ fn accumulate<S: Simd, V: Lane, const R: usize>(
         return R;
     }
     let full = dv - dv % S::LANES;
-    let b = ValueBlock { p, nb, v, vr, j0 };
+    let b = ValueBlock { p, nb, v, vr };
     let c = match R {
         1 => sum_passes::<S, V, R, 8>(s, &b, acc, dvp, 0, full),
         2 | 3 => sum_passes::<S, V, R, 4>(s, &b, acc, dvp, 0, full),
@@ -496,7 +626,7 @@ fn accumulate<S: Simd, V: Lane, const R: usize>(
             *reg = s.load(&acc[r * dvp + full..]);
         }
         for jj in 0..nb {
-            let start = vr.base + (j0 + jj) * vr.stride + full;
+            let start = vr.base + jj * vr.stride + full;
             let vv = V::load_partial(s, &v[start..start + dv - full], 0.0);
             for (r, reg) in regs.iter_mut().enumerate() {
                 *reg = s.mul_add(s.splat(p[r * BLOCK + jj]), vv, *reg);
@@ -510,13 +640,13 @@ fn accumulate<S: Simd, V: Lane, const R: usize>(
 }
 
 /// One block's weights and value rows, as [`accumulate`] reads them: row `r`'s weights
-/// are `p[r · BLOCK ..][..nb]`, the values of key `j0 + jj` row `jj` of `v` per `vr`.
+/// are `p[r · BLOCK ..][..nb]`, the values of the block's key `jj` row `jj` of `v` per
+/// `vr` (whose row 0 is the block's first key).
 struct ValueBlock<'a, V> {
     p: &'a [f32],
     nb: usize,
     v: &'a [V],
     vr: KvRows,
-    j0: usize,
 }
 
 /// Passes of `C` whole vectors of `Dv` from offset `from` while they fit below `full`
@@ -530,7 +660,7 @@ fn sum_passes<S: Simd, V: Lane, const R: usize, const C: usize>(
     from: usize,
     full: usize,
 ) -> usize {
-    let (nb, vr, j0) = (b.nb, b.vr, b.j0);
+    let (nb, vr) = (b.nb, b.vr);
     assert!(
         nb > 0
             && nb <= BLOCK
@@ -541,7 +671,7 @@ fn sum_passes<S: Simd, V: Lane, const R: usize, const C: usize>(
     );
     // Every value row of the block lies inside `v`: rows are `stride` apart, so checking
     // the last one covers them all.
-    let last = vr.base + (j0 + nb - 1) * vr.stride;
+    let last = vr.base + (nb - 1) * vr.stride;
     assert!(last + vr.dim <= b.v.len());
     let (vp, pp) = (b.v.as_ptr(), b.p.as_ptr());
     let mut c = from;
@@ -553,13 +683,10 @@ fn sum_passes<S: Simd, V: Lane, const R: usize, const C: usize>(
             }
         }
         for jj in 0..nb {
-            // SAFETY: row `j0 + jj` starts at or before `last`, and `c + C·LANES <= full
+            // SAFETY: row `jj` starts at or before `last`, and `c + C·LANES <= full
             // <= dv`, so the values read lie below `last + dv <= v.len()` (asserted above).
             let vv: [S::V; C] = std::array::from_fn(|u| unsafe {
-                V::load_ptr(
-                    s,
-                    vp.add(vr.base + (j0 + jj) * vr.stride + c + u * S::LANES),
-                )
+                V::load_ptr(s, vp.add(vr.base + jj * vr.stride + c + u * S::LANES))
             });
             for (r, row) in regs.iter_mut().enumerate() {
                 // SAFETY: `r·BLOCK + jj < (R - 1)·BLOCK + nb <= p.len()` (asserted above).
@@ -626,7 +753,8 @@ fn scale_row<S: Simd>(s: S, x: &mut [f32], c: f32) {
 }
 
 simd_dispatch! {
-    /// Attends one tile (see [`Tile`]).
+    /// Attends one tile (see [`Tile`]; `staging` may be empty unless K or V is
+    /// block-quantized, see [`staging_len`]).
     pub(crate) fn attend_tile_rows(
         tile: &Tile<'_>,
         k: KvData<'_>,
@@ -634,6 +762,7 @@ simd_dispatch! {
         v: KvData<'_>,
         vr: KvRows,
         scratch: &mut Scratch,
+        staging: &mut [f32],
         out: &mut [f32],
     ) -> () = attend_tile;
 }

@@ -80,6 +80,8 @@ fn kv_view(data: KvData<'_>, rows: KvRows, j0: usize) -> MatRef<'_> {
         values: match data {
             KvData::F32(v) => Values::F32(v),
             KvData::F16(v) => Values::F16(v),
+            // The op stages block-quantized keys and values through the narrow kernel.
+            KvData::Blocks(..) => unreachable!("blocked attention over a quantized KV cache"),
         },
         offset: rows.base + j0 * rows.stride,
         rs: rows.stride,

@@ -1,4 +1,5 @@
-//! Fused causal attention over an f32 or f16 KV cache (F32 queries).
+//! Fused causal attention over an f32, f16 or block-quantized (Q8_0, Q4_0, Q4_1, Q5_0,
+//! Q5_1) KV cache (F32 queries).
 //!
 //! Work items are tiles of query rows that share a KV head: `(lead, position block, kv
 //! head, sub-group)`, the sub-group being `rows` consecutive query heads of that KV head's
@@ -13,7 +14,9 @@
 //! (`kernels::attention_blocked`): faster, but not the narrow kernel's arithmetic. Items are split between
 //! threads; tiles shrink only when there are too few for the threads.
 //! K and V may be any strided views (a `narrow` of a cache) whose last dim is
-//! unit-stride; queries may have any strides.
+//! unit-stride; queries may have any strides. Block-quantized keys or values always run
+//! the narrow kernel, which dequantizes each block of keys into a per-task staging part
+//! of one pool lease.
 
 use tempra_tensor::{AttentionParams, DType, Result, Tensor};
 
@@ -57,19 +60,10 @@ pub(crate) fn attention(
     if d > MAX_HEAD_DIM || dv > MAX_HEAD_DIM || hkv == 0 || hq % hkv != 0 || !unit_rows {
         return Ok(Outcome::Delegate);
     }
-    let kd = match k.dtype() {
-        DType::F32 => input::<f32>(k).map(KvData::F32),
-        DType::F16 => input(k).map(KvData::F16),
-        _ => None,
-    };
-    let vd = match v.dtype() {
-        DType::F32 => input::<f32>(v).map(KvData::F32),
-        DType::F16 => input(v).map(KvData::F16),
-        _ => None,
-    };
-    let (Some(kd), Some(vd), Some(qd)) = (kd, vd, input::<f32>(q)) else {
+    let (Some(kd), Some(vd), Some(qd)) = (kv_data(k), kv_data(v), input::<f32>(q)) else {
         return Ok(Outcome::Delegate);
     };
+    let staged = kd.is_blocks() || vd.is_blocks();
     let group = hq / hkv;
     let lead_dims = &q.dims()[..r - 3];
     let n_lead: usize = lead_dims.iter().product();
@@ -85,8 +79,11 @@ pub(crate) fn attention(
     let wide_rows = group / wide_sub;
     // Blocked tiles compute another arithmetic than the narrow kernel: only with a fast
     // prefill (`CpuConfig::fast_prefill`), which gives up row invariance.
-    let wide =
-        exec.fast_prefill && tq > 1 && wide_rows * (WIDE_ROWS / wide_rows).min(tq) > MAX_ROWS;
+    // Block-quantized keys or values run the narrow kernel (its staging), fast or not.
+    let wide = exec.fast_prefill
+        && !staged
+        && tq > 1
+        && wide_rows * (WIDE_ROWS / wide_rows).min(tq) > MAX_ROWS;
     let (n_sub, positions) = if wide {
         // Positions per tile: fill the tile, halving while fewer than two tiles per
         // thread remain, as long as the tile stays wider than a narrow one.
@@ -154,17 +151,19 @@ pub(crate) fn attention(
     let y_rows = OutPtr::new(y, dv);
     let n_items = n_lead * n_blocks * hkv * n_sub;
     let errors = TaskErrors::default();
-    let attend_items = |items: std::ops::Range<usize>, wide_buf: Option<&mut [f32]>| {
+    let attend_items = |items: std::ops::Range<usize>, buf: Option<&mut [f32]>| {
         let mut scratch = Scratch::new();
         let mut q_small = [0f32; MAX_ROWS * MAX_HEAD_DIM];
         let mut out_small = [0f32; MAX_ROWS * MAX_HEAD_DIM];
-        let (qbuf, tile_out, mut wide_scratch) = match wide_buf {
-            Some(buf) => {
+        let (qbuf, tile_out, mut wide_scratch, staging) = match buf {
+            Some(buf) if wide => {
                 let (q, rest) = buf.split_at_mut(WIDE_ROWS * dp);
                 let (o, rest) = rest.split_at_mut(WIDE_ROWS * dv);
-                (q, o, Some(WideScratch::new(&kern, d, dv, rest)))
+                let none: &mut [f32] = &mut [];
+                (q, o, Some(WideScratch::new(&kern, d, dv, rest)), none)
             }
-            None => (&mut q_small[..], &mut out_small[..], None),
+            Some(staging) => (&mut q_small[..], &mut out_small[..], None, staging),
+            None => (&mut q_small[..], &mut out_small[..], None, &mut [][..]),
         };
 
         // Items are ordered (lead, position block, kv head, sub-group), like the output
@@ -218,7 +217,17 @@ pub(crate) fn attention(
             let dst = &mut tile_out[..n_rows * dv];
             match wide_scratch.as_mut() {
                 Some(ws) => blocked::attend_wide_rows(level, kern, &tile, kd, kr, vd, vr, ws, dst),
-                None => kernels::attend_tile_rows(level, &tile, kd, kr, vd, vr, &mut scratch, dst),
+                None => kernels::attend_tile_rows(
+                    level,
+                    &tile,
+                    kd,
+                    kr,
+                    vd,
+                    vr,
+                    &mut scratch,
+                    staging,
+                    dst,
+                ),
             }
             for (row, values) in dst.chunks_exact(dv.max(1)).enumerate() {
                 let (t, h) = (t0 + row / rows, h0 + row % rows);
@@ -230,15 +239,22 @@ pub(crate) fn attention(
             }
         }
     };
-    // Blocked tiles: queries, outputs and the packing scratch, one part per thread of one
-    // pool lease made here (see `TaskScratch`).
-    let wide_parts = if wide {
-        let len = WIDE_ROWS * (dp + dv) + WideScratch::len(&kern, d, dv);
+    // Blocked tiles (queries, outputs and the packing scratch) or the staging of quantized
+    // keys and values: one part per thread of one pool lease made here (see
+    // `TaskScratch`).
+    let part_len = if wide {
+        WIDE_ROWS * (dp + dv) + WideScratch::len(&kern, d, dv)
+    } else if staged {
+        kernels::staging_len(d, dv)
+    } else {
+        0
+    };
+    let wide_parts = if part_len > 0 {
         Some(TaskScratch::new(
             exec.pool,
             "attention",
             max_tasks(exec.workers.threads(), n_items, min_items),
-            len,
+            part_len,
         )?)
     } else {
         None
@@ -258,4 +274,19 @@ pub(crate) fn attention(
     });
     errors.finish()?;
     Ok(Outcome::Done)
+}
+
+/// K or V as the kernels read it: f32, f16 or a 32-value block format (`None`: the
+/// reference).
+fn kv_data(t: &Tensor) -> Option<KvData<'_>> {
+    match t.dtype() {
+        DType::F32 => input::<f32>(t).map(KvData::F32),
+        DType::F16 => input(t).map(KvData::F16),
+        dtype @ (DType::Q8_0 | DType::Q4_0 | DType::Q4_1 | DType::Q5_0 | DType::Q5_1) => t
+            .storage()
+            .host_bytes()
+            .ok()
+            .map(|bytes| KvData::Blocks(dtype, bytes)),
+        _ => None,
+    }
 }

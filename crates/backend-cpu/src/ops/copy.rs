@@ -1,5 +1,6 @@
-//! upload, fill and copy: strided copies, dtype casts (SIMD for f32 ↔ f16/bf16) and
-//! dequantizing copies.
+//! upload, fill and copy: strided copies, dtype casts (SIMD for f32 ↔ f16/bf16),
+//! dequantizing copies and f32 rows quantized into a 32-value block format (a quantized
+//! KV cache's write).
 
 use half::{bf16, f16};
 use tempra_tensor::{DType, Element, Result, Tensor, TensorError, quant};
@@ -79,6 +80,9 @@ pub(crate) fn copy(exec: &Exec<'_>, src: &Tensor, dst: &mut Tensor) -> Result<Ou
         (true, false) if dd == DType::F32 => dequantize(exec, src, dst),
         // Dequantizing into other dtypes or strided outputs: the reference.
         (true, false) => Ok(Outcome::Delegate),
+        (false, true) if sd == DType::F32 && dd.block_len() == 32 => quantize_rows(src, dst),
+        // Other formats (the K-quants' search) and sources: the reference.
+        (false, true) => Ok(Outcome::Delegate),
         _ => Err(TensorError::DTypeMismatch {
             op: "copy",
             lhs: sd,
@@ -262,6 +266,44 @@ fn copy_blocks(src: &Tensor, dst: &mut Tensor) -> Result<Outcome> {
         }
     });
     Ok(Outcome::Done)
+}
+
+/// F32 → a 32-value block format (the KV cache write into a Q8_0 or Q4_0 cache): each row
+/// of the last dim quantized block by block, as the reference quantizes (ggml's
+/// reference rounding), rows in any layout whose last dim is unit-stride. On the calling
+/// thread: a step writes a few rows per layer.
+fn quantize_rows(src: &Tensor, dst: &mut Tensor) -> Result<Outcome> {
+    let dtype = dst.dtype();
+    let (bl, bb) = (dtype.block_len(), dtype.block_bytes());
+    let d = src.shape().last();
+    let r = src.rank();
+    let unit_rows = r == 0 || d <= 1 || src.layout().strides()[r - 1] == 1;
+    let dst_unit_rows = r == 0 || d <= bl || dst.layout().strides()[r - 1] == 1;
+    if !unit_rows || !dst_unit_rows || !d.is_multiple_of(bl) {
+        return Ok(Outcome::Delegate);
+    }
+    let walk = Walk::new([
+        &crate::ops::row_starts(src.layout()),
+        &crate::ops::row_starts(dst.layout()),
+    ]);
+    let [ss, ds] = walk.inner_strides();
+    let Some(s) = input::<f32>(src) else {
+        return Ok(Outcome::Delegate);
+    };
+    let Ok(out) = dst.host_slice_mut::<u8>() else {
+        return Ok(Outcome::Delegate);
+    };
+    let row_bytes = d / bl * bb;
+    let mut result = Ok(());
+    walk.for_each_run(0..walk.count(), |[so, d0], len| {
+        for i in 0..len {
+            let (a, b) = (so + i * ss, (d0 + i * ds) * bb);
+            if let Err(e) = quant::quantize_row(dtype, &s[a..a + d], &mut out[b..b + row_bytes]) {
+                result = Err(e);
+            }
+        }
+    });
+    result.map(|()| Outcome::Done)
 }
 
 /// Block dtype → contiguous F32: each row's blocks dequantized straight into the output

@@ -2,7 +2,8 @@
 //!
 //! Angles are computed in f64 as the reference does (`pos · inv_freq`) and reduced to
 //! `[-π, π]` in f64, once per position and pair; their sin/cos are SIMD f32 polynomials
-//! (error < 2e-7), shared by the `H` heads of that position; the rotation is SIMD f32.
+//! (error < 2e-7), shared by the `H` heads of that position, times the attention factor
+//! (YaRN, LongRoPE) where it is not 1; the rotation is SIMD f32.
 
 use std::f64::consts::TAU;
 
@@ -70,6 +71,8 @@ pub(crate) fn rope(
     let level = exec.level;
     let direction = if inverse { -1.0 } else { 1.0 };
     let style = config.style;
+    // The rotated dims' multiplier (YaRN, LongRoPE), applied to the tables.
+    let attention_factor = config.attention_factor as f32;
     let item_len = heads * d;
     exec.workers.parallel_chunks_mut(
         y,
@@ -99,6 +102,11 @@ pub(crate) fn rope(
                     half
                 };
                 kernels::sin_cos(level, &angles[..n], &mut sin[..n], &mut cos[..n]);
+                if attention_factor != 1.0 {
+                    for (c, s) in cos[..n].iter_mut().zip(&mut sin[..n]) {
+                        (*c, *s) = (*c * attention_factor, *s * attention_factor);
+                    }
+                }
                 let rows = &mut part[local * item_len..(local + 1) * item_len];
                 let mut h = 0;
                 starts.for_each_run(item * heads..(item + 1) * heads, |[o], len| {

@@ -4,6 +4,9 @@
 use tempra_tensor::quant::{self, QuantDot};
 use tempra_tensor::{DType, Result};
 
+use crate::interleaved::InterleavedLayout;
+use crate::isa::Level;
+
 /// `out[r] = Σ_blocks w · act[r]` for a weight row of `nb` blocks at `w` and
 /// `acts.len()` (1..=4) activation rows of the partner format.
 ///
@@ -27,10 +30,9 @@ pub(crate) struct ActRow {
 }
 
 /// `out[r][i] = Σ_blocks w_i · acts[r]` for the eight rows `w_i` of one row-interleaved
-/// group ([`DType::Q4_0R8`], [`DType::Q8_0R8`], [`DType::Q4KR8`], [`DType::Q5KR8`],
-/// [`DType::Q6KR8`]) at `w`, `nb` records long, and `acts.len()` (1..=4) activation rows
-/// of the base format's partner ([`quant::vec_dot_dtype`]): Q8_0 for Q4_0R8 and Q8_0R8,
-/// Q8_K for Q4KR8, Q5KR8 and Q6KR8.
+/// group (an [`InterleavedLayout`]) at `w`, `nb` records long, and `acts.len()` (1..=4)
+/// activation rows of the format's partner ([`quant::vec_dot_dtype`]): Q8_0 for Q4_0R8
+/// and Q8_0R8, Q8_K for Q4KR8, Q5KR8 and Q6KR8.
 ///
 /// Safety contract of every `GemmR8Fn`: the CPU has the features the table was built
 /// for; `w` points to `nb` readable records of the group (any alignment);
@@ -57,34 +59,55 @@ pub(crate) struct QuantKernels {
     pub(crate) name: &'static str,
     /// The activation quantizer.
     pub(crate) quantize: QuantizeFn,
-    dots: [Option<DotFn>; 10],
+    dots: [Option<DotFn>; FORMATS.len()],
     interleaved: [GemmR8Fn; 5],
 }
 
-/// The row-interleaved formats, in table order.
-pub(crate) const INTERLEAVED: [DType; 5] = [
-    DType::Q4_0R8,
-    DType::Q8_0R8,
-    DType::Q4KR8,
-    DType::Q5KR8,
-    DType::Q6KR8,
-];
-
-/// The weight formats, in table order.
-pub(crate) const FORMATS: [DType; 10] = [
-    DType::Q4_0,
-    DType::Q4_1,
-    DType::Q5_0,
-    DType::Q5_1,
-    DType::Q8_0,
-    DType::Q2K,
-    DType::Q3K,
-    DType::Q4K,
-    DType::Q5K,
-    DType::Q6K,
-];
+/// The weight formats, in table order: the legacy and K formats, then
+/// [`quant::I_QUANTS`].
+pub(crate) const FORMATS: [DType; 21] = {
+    let legacy_and_k = [
+        DType::Q4_0,
+        DType::Q4_1,
+        DType::Q5_0,
+        DType::Q5_1,
+        DType::Q8_0,
+        DType::Q2K,
+        DType::Q3K,
+        DType::Q4K,
+        DType::Q5K,
+        DType::Q6K,
+    ];
+    let mut formats = [DType::F32; 21];
+    let mut i = 0;
+    while i < formats.len() {
+        formats[i] = if i < legacy_and_k.len() {
+            legacy_and_k[i]
+        } else {
+            quant::I_QUANTS[i - legacy_and_k.len()]
+        };
+        i += 1;
+    }
+    formats
+};
 
 impl QuantKernels {
+    /// A table of an ISA's kernels: `dots` in [`FORMATS`] order, `interleaved` in
+    /// [`InterleavedLayout::ALL`] order.
+    pub(crate) fn new(
+        name: &'static str,
+        quantize: QuantizeFn,
+        dots: [DotFn; FORMATS.len()],
+        interleaved: [GemmR8Fn; 5],
+    ) -> Self {
+        QuantKernels {
+            name,
+            quantize,
+            dots: dots.map(Some),
+            interleaved,
+        }
+    }
+
     /// The dot product for weights of `dtype`, if it is a weight format.
     pub(crate) fn dot(&self, dtype: DType) -> Option<DotFn> {
         FORMATS
@@ -93,31 +116,9 @@ impl QuantKernels {
             .and_then(|i| self.dots[i])
     }
 
-    /// The product for one group of a row-interleaved `dtype` (every table has one).
-    pub(crate) fn gemm_r8(&self, dtype: DType) -> Option<GemmR8Fn> {
-        INTERLEAVED
-            .iter()
-            .position(|&d| d == dtype)
-            .map(|i| self.interleaved[i])
-    }
-
-    /// This table with the row-interleaved products replaced (Q4_0R8, Q8_0R8, Q4KR8,
-    /// Q5KR8, Q6KR8).
-    pub(crate) fn with_interleaved(mut self, products: [GemmR8Fn; 5]) -> Self {
-        self.interleaved = products;
-        self
-    }
-
-    /// This table under another name (a variant of its ISA).
-    pub(crate) fn renamed(mut self, name: &'static str) -> Self {
-        self.name = name;
-        self
-    }
-
-    /// This table with `dtype`'s dot product replaced.
-    const fn with(mut self, dtype_index: usize, dot: DotFn) -> Self {
-        self.dots[dtype_index] = Some(dot);
-        self
+    /// The product for one group of `layout` (every table has one).
+    pub(crate) fn gemm_r8(&self, layout: InterleavedLayout) -> GemmR8Fn {
+        self.interleaved[layout.index()]
     }
 }
 
@@ -138,8 +139,8 @@ unsafe fn scalar_dot<W: QuantDot>(nb: usize, w: *const u8, acts: &[*const u8], o
 }
 
 /// The reference product over one row-interleaved group: each block is gathered back
-/// to its base format and dotted by [`quant::vec_dot`], accumulated per block in f32 as
-/// the reference does.
+/// to its format and dotted by [`quant::vec_dot`], accumulated per block in f32 as the
+/// reference does.
 ///
 /// # Safety
 ///
@@ -152,10 +153,10 @@ unsafe fn scalar_gemm_r8<W: QuantDot>(
 ) {
     let bb = size_of::<W>();
     let ab = size_of::<W::Activation>();
-    let record = match W::DTYPE.interleaved() {
-        Some(d) => 8 * d.block_bytes(),
-        None => return,
+    let Some(layout) = InterleavedLayout::of(W::DTYPE) else {
+        return;
     };
+    let record = layout.record_bytes();
     // SAFETY: the caller guarantees `nb` records at `w`.
     let w = unsafe { std::slice::from_raw_parts(w, nb * record) };
     let mut block = [0u8; 256];
@@ -166,12 +167,7 @@ unsafe fn scalar_gemm_r8<W: QuantDot>(
             let mut sum = 0f32;
             for b in 0..nb {
                 let rec = &w[b * record..(b + 1) * record];
-                quant::get_block(
-                    W::DTYPE.interleaved().unwrap_or(W::DTYPE),
-                    r,
-                    rec,
-                    &mut block[..bb],
-                );
+                layout.get_block(r, rec, &mut block[..bb]);
                 // Whole blocks of matching formats: the reference cannot fail.
                 sum += quant::vec_dot(W::DTYPE, &block[..bb], &a[b * ab..(b + 1) * ab])
                     .unwrap_or(f32::NAN);
@@ -196,6 +192,17 @@ pub(crate) const SCALAR: QuantKernels = QuantKernels {
         Some(scalar_dot::<quant::BlockQ4K>),
         Some(scalar_dot::<quant::BlockQ5K>),
         Some(scalar_dot::<quant::BlockQ6K>),
+        Some(scalar_dot::<quant::BlockIQ4NL>),
+        Some(scalar_dot::<quant::BlockIQ4XS>),
+        Some(scalar_dot::<quant::BlockIQ3S>),
+        Some(scalar_dot::<quant::BlockIQ3XXS>),
+        Some(scalar_dot::<quant::BlockIQ2S>),
+        Some(scalar_dot::<quant::BlockIQ2XS>),
+        Some(scalar_dot::<quant::BlockIQ2XXS>),
+        Some(scalar_dot::<quant::BlockIQ1S>),
+        Some(scalar_dot::<quant::BlockIQ1M>),
+        Some(scalar_dot::<quant::BlockTQ1_0>),
+        Some(scalar_dot::<quant::BlockTQ2_0>),
     ],
     interleaved: [
         scalar_gemm_r8::<quant::BlockQ4_0>,
@@ -206,33 +213,16 @@ pub(crate) const SCALAR: QuantKernels = QuantKernels {
     ],
 };
 
-/// The AVX2 (+FMA, F16C) table if this CPU has those features.
-pub(crate) fn avx2_kernels() -> Option<QuantKernels> {
-    #[cfg(target_arch = "x86_64")]
-    if super::x86::detected() {
-        return Some(super::x86::table(SCALAR));
-    }
-    None
-}
-
-/// The AVX2 table with `vpdpbusd` products where this CPU has VNNI: the AVX-512 VNNI
-/// encoding when `avx512` (the backend runs at the AVX-512 level) and the CPU has it,
-/// else AVX-VNNI; `None` without VNNI or AVX2.
-pub(crate) fn vnni_kernels(avx512: bool) -> Option<QuantKernels> {
+/// The table for the backend's dispatch `level`: the x86 kernels from the AVX2 level up
+/// (see `x86::table_for`), `None` at the scalar level (the caller takes [`SCALAR`]).
+pub(crate) fn for_level(level: Level) -> Option<QuantKernels> {
     #[cfg(target_arch = "x86_64")]
     {
-        use super::x86::{Vnni, vnni_table};
-        let base = avx2_kernels()?;
-        let encodings: &[Vnni] = if avx512 {
-            &[Vnni::Avx512, Vnni::Avx]
-        } else {
-            &[Vnni::Avx]
-        };
-        encodings.iter().find_map(|&v| vnni_table(base, v))
+        super::x86::table_for(level)
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = avx512;
+        let _ = level;
         None
     }
 }
@@ -241,37 +231,7 @@ pub(crate) fn vnni_kernels(avx512: bool) -> Option<QuantKernels> {
 #[cfg(test)]
 pub(crate) fn available_kernels() -> Vec<QuantKernels> {
     let mut tables = vec![SCALAR];
-    tables.extend(avx2_kernels());
     #[cfg(target_arch = "x86_64")]
-    for vnni in [super::x86::Vnni::Avx, super::x86::Vnni::Avx512] {
-        tables.extend(avx2_kernels().and_then(|base| super::x86::vnni_table(base, vnni)));
-    }
+    tables.extend(super::x86::available_tables());
     tables
-}
-
-impl QuantKernels {
-    /// `base` with the entries for the given formats replaced (used by ISA modules).
-    pub(crate) fn patched(
-        base: QuantKernels,
-        name: &'static str,
-        quantize: QuantizeFn,
-        dots: &[(DType, DotFn)],
-    ) -> Self {
-        QuantKernels {
-            name,
-            quantize,
-            ..base
-        }
-        .with_dots(dots)
-    }
-
-    /// This table with the dot products of the given formats replaced.
-    pub(crate) fn with_dots(mut self, dots: &[(DType, DotFn)]) -> Self {
-        for &(dtype, dot) in dots {
-            if let Some(i) = FORMATS.iter().position(|&d| d == dtype) {
-                self = self.with(i, dot);
-            }
-        }
-        self
-    }
 }

@@ -16,13 +16,12 @@ fn dot_in_cache() {
     for kernels in available_kernels() {
         let k = 4096;
         let rows = 64;
-        for dtype in FORMATS {
+        for dtype in probe_formats(&FORMATS) {
             let act = vec_dot_dtype(dtype);
             let vals: Vec<f32> = (0..rows * k)
                 .map(|i| ((i * 7919) % 113) as f32 / 50.0 - 1.1)
                 .collect();
-            let mut w = vec![0u8; dtype.bytes_for(rows * k).unwrap()];
-            quantize_row(dtype, &vals, &mut w).unwrap();
+            let w = weight_bytes(dtype, rows, k);
             let mut a = vec![0u8; act.bytes_for(4 * k).unwrap()];
             quantize_row(act, &vals[..4 * k], &mut a).unwrap();
             let nb = k / dtype.block_len();
@@ -193,29 +192,28 @@ fn decode_gemv_out_of_cache() {
 #[test]
 #[ignore]
 fn interleaved_in_cache() {
-    use tempra_tensor::quant::interleave_rows;
-
     use super::kernels::ActRow;
+    use crate::interleaved::{InterleavedLayout, interleave_rows};
 
     // 2048-long rows, 32 groups of eight (≈ 300 KiB of weights: in L2 on Zen 3), so the
     // figures are the kernels' compute bound, without `linear`'s per-call work.
     let (k, groups) = (2048usize, 32usize);
     // Every table this CPU runs but the portable one (AVX2, then its VNNI variants).
     for kernels in super::kernels::available_kernels().into_iter().skip(1) {
-        for dtype in super::kernels::INTERLEAVED {
-            let base = dtype.base_format();
+        for layout in InterleavedLayout::ALL {
+            let base = layout.format();
             let act = vec_dot_dtype(base);
             let vals: Vec<f32> = (0..8 * groups * k)
                 .map(|i| ((i * 7919) % 113) as f32 / 50.0 - 1.1)
                 .collect();
             let mut plain = vec![0u8; base.bytes_for(vals.len()).unwrap()];
             quantize_row(base, &vals, &mut plain).unwrap();
-            let group_bytes = dtype.bytes_for(8 * k).unwrap();
+            let group_bytes = layout.bytes_for(8, k).unwrap();
             let mut w = vec![0u8; group_bytes * groups];
             let plain_group = base.bytes_for(8 * k).unwrap();
             for g in 0..groups {
                 interleave_rows(
-                    dtype,
+                    layout,
                     8,
                     k,
                     &plain[g * plain_group..][..plain_group],
@@ -240,7 +238,7 @@ fn interleaved_in_cache() {
                     sums: sums[r * nb..].as_ptr(),
                 })
                 .collect();
-            let gemm = kernels.gemm_r8(dtype).unwrap();
+            let gemm = kernels.gemm_r8(layout);
             for r in [1usize, 4] {
                 let mut out = [[0f32; 8]; 4];
                 let reps = 300;
@@ -257,7 +255,7 @@ fn interleaved_in_cache() {
                     }
                 });
                 println!(
-                    "{} {dtype} rows={r}: {:.1} GB/s of weights, {:.1} ns per record",
+                    "{} {layout} rows={r}: {:.1} GB/s of weights, {:.1} ns per record",
                     kernels.name,
                     (reps * w.len()) as f64 / best / 1e9,
                     best / (reps * groups * nb) as f64 * 1e9
@@ -281,8 +279,9 @@ fn probe_formats(formats: &[DType]) -> Vec<DType> {
         .collect()
 }
 
-/// The bytes of an `n × k` weight of deterministic values in `dtype` (F16, BF16, or a
-/// block format quantized by the reference).
+/// The bytes of an `n × k` weight of deterministic values in `dtype` (F16, BF16, a block
+/// format quantized by the reference, or seeded random blocks of a format without a
+/// quantizer).
 fn weight_bytes(dtype: DType, n: usize, k: usize) -> Vec<u8> {
     let vals: Vec<f32> = (0..n * k)
         .map(|i| ((i * 7919) % 113) as f32 / 50.0 - 1.1)
@@ -294,6 +293,10 @@ fn weight_bytes(dtype: DType, n: usize, k: usize) -> Vec<u8> {
     if dtype == DType::BF16 {
         let halves: Vec<half::bf16> = vals.iter().map(|&v| half::bf16::from_f32(v)).collect();
         return bytemuck::cast_slice::<half::bf16, u8>(&halves).to_vec();
+    }
+    if !tempra_tensor::quant::has_quantizer(dtype) {
+        return tempra_tensor::quant::random_blocks(dtype, n * k / dtype.block_len(), 1.0, 7)
+            .unwrap();
     }
     let mut bytes = vec![0u8; dtype.bytes_for(n * k).unwrap()];
     quantize_row(dtype, &vals, &mut bytes).unwrap();

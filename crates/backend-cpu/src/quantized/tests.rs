@@ -5,7 +5,9 @@
 //! tile of up to four (the row-invariance rule: prefill tiles and decode rows agree).
 
 use tempra_tensor::DType;
-use tempra_tensor::quant::{dequantize_row, quantize_row, vec_dot, vec_dot_dtype};
+use tempra_tensor::quant::{
+    dequantize_row, has_quantizer, quantize_row, random_blocks, vec_dot, vec_dot_dtype,
+};
 use tempra_tensor::random::SplitMix64;
 
 use super::kernels::{FORMATS, QuantKernels, available_kernels};
@@ -21,7 +23,15 @@ pub(super) fn block_stats(aq: &[u8]) -> (Vec<f32>, Vec<i32>) {
     (scales, sums)
 }
 
+/// `values` quantized to `dtype`; for the formats without a quantizer (IQ1/IQ2/IQ3),
+/// random blocks of as many values, seeded by the values.
 fn quantized(dtype: DType, values: &[f32]) -> Vec<u8> {
+    if !has_quantizer(dtype) {
+        let seed = values
+            .iter()
+            .fold(0u64, |h, v| h.rotate_left(5) ^ v.to_bits() as u64);
+        return random_blocks(dtype, values.len() / dtype.block_len(), 1.0, seed).unwrap();
+    }
     let mut bytes = vec![0u8; dtype.bytes_for(values.len()).unwrap()];
     quantize_row(dtype, values, &mut bytes).unwrap();
     bytes
@@ -171,14 +181,14 @@ fn every_table_quantizes_activations_bit_exactly_like_the_reference() {
 
 #[test]
 fn interleaved_products_match_the_reference_vec_dot() {
-    use tempra_tensor::quant::interleave_rows;
+    use crate::interleaved::{InterleavedLayout, interleave_rows};
 
     let mut rng = SplitMix64::new(13);
     for table in tables() {
-        for dtype in super::kernels::INTERLEAVED {
-            let base = dtype.base_format();
+        for layout in InterleavedLayout::ALL {
+            let base = layout.format();
             let act_dtype = vec_dot_dtype(base);
-            let gemm = table.gemm_r8(dtype).unwrap();
+            let gemm = table.gemm_r8(layout);
             for blocks in [1usize, 3, 9] {
                 let k = blocks * base.block_len();
                 let rows: Vec<Vec<u8>> = (0..8)
@@ -191,8 +201,8 @@ fn interleaved_products_match_the_reference_vec_dot() {
                     .collect();
                 let plain: Vec<u8> = rows.concat();
                 // One byte in: any alignment must work.
-                let mut packed = vec![0u8; dtype.bytes_for(8 * k).unwrap() + 1];
-                interleave_rows(dtype, 8, k, &plain, &mut packed[1..]).unwrap();
+                let mut packed = vec![0u8; layout.bytes_for(8, k).unwrap() + 1];
+                interleave_rows(layout, 8, k, &plain, &mut packed[1..]).unwrap();
                 // The first activation row is constant (every byte 127): sums over a
                 // sub-block then reach their largest, where a 16-bit partial sum would
                 // overflow (Q5_KR8's AVX2 steps); the others are random.
@@ -263,7 +273,7 @@ fn interleaved_products_match_the_reference_vec_dot() {
                         assert_eq!(
                             out[t].map(f32::to_bits),
                             alone[t].map(f32::to_bits),
-                            "{} {dtype} blocks={blocks}: act {t} of a {count}-row tile \
+                            "{} {layout} blocks={blocks}: act {t} of a {count}-row tile \
                              differs from the row alone",
                             table.name
                         );
@@ -275,7 +285,7 @@ fn interleaved_products_match_the_reference_vec_dot() {
                             let scale: f32 = wd.iter().zip(&ad).map(|(x, y)| (x * y).abs()).sum();
                             assert!(
                                 (out[t][r] - want).abs() <= 1e-5 * scale + 1e-6,
-                                "{} {dtype} blocks={blocks} rows={count} act {t} row {r}: {} vs {want}",
+                                "{} {layout} blocks={blocks} rows={count} act {t} row {r}: {} vs {want}",
                                 table.name,
                                 out[t][r]
                             );
@@ -283,6 +293,62 @@ fn interleaved_products_match_the_reference_vec_dot() {
                     }
                 }
             }
+        }
+    }
+}
+
+/// ggml's `test-quantize-fns` budget for a format's dot product: `|dot − exact| / n`.
+fn ggml_dot_budget(dtype: DType) -> f32 {
+    match dtype {
+        DType::Q2K | DType::IQ2XXS | DType::IQ2XS | DType::IQ2S => 0.04,
+        DType::IQ3XXS | DType::IQ3S => 0.04,
+        DType::TQ1_0 | DType::TQ2_0 => 0.15,
+        _ => 0.02,
+    }
+}
+
+/// Every kernel within ggml's `test-quantize-fns` dot-product budget on its test data
+/// (4096 values `0.1 + 2 cos(i + offset)`): the weights at offset 0 quantized (random
+/// blocks for the formats without a quantizer, whose exact values are then their
+/// dequantization), the activations at offset 1 quantized to the partner format, against
+/// the exact dot product of the weights' values with the f32 activations.
+#[test]
+fn kernels_are_within_ggml_dot_budgets() {
+    const N: usize = 32 * 128;
+    let data = |offset: f32| -> Vec<f32> {
+        (0..N)
+            .map(|i| (0.1 + (2.0 * (i as f32 + offset).cos()) as f64) as f32)
+            .collect()
+    };
+    let (w, a) = (data(0.0), data(1.0));
+    for table in tables() {
+        for dtype in FORMATS {
+            let wq = quantized(dtype, &w);
+            let exact_w = if has_quantizer(dtype) {
+                w.clone()
+            } else {
+                let mut values = vec![0f32; N];
+                dequantize_row(dtype, &wq, &mut values).unwrap();
+                values
+            };
+            let exact: f64 = exact_w
+                .iter()
+                .zip(&a)
+                .map(|(x, y)| *x as f64 * *y as f64)
+                .sum();
+            let aq = quantized(vec_dot_dtype(dtype), &a);
+            let dot = table.dot(dtype).unwrap();
+            let mut out = [0f32];
+            // SAFETY: `N / block_len` blocks behind both pointers; the table matches the
+            // CPU.
+            unsafe { dot(N / dtype.block_len(), wq.as_ptr(), &[aq.as_ptr()], &mut out) };
+            let error = (out[0] as f64 - exact).abs() as f32 / N as f32;
+            let budget = ggml_dot_budget(dtype);
+            assert!(
+                error < budget,
+                "{} {dtype}: dot error {error} over ggml's budget {budget}",
+                table.name
+            );
         }
     }
 }

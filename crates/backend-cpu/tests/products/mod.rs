@@ -33,19 +33,15 @@ pub fn cpu_contexts() -> Vec<(String, ExecContext)> {
     contexts
 }
 
-/// The block-quantized weight formats `linear` takes.
-pub const QUANT_FORMATS: [DType; 10] = [
-    DType::Q4_0,
-    DType::Q4_1,
-    DType::Q5_0,
-    DType::Q5_1,
-    DType::Q8_0,
-    DType::Q2K,
-    DType::Q3K,
-    DType::Q4K,
-    DType::Q5K,
-    DType::Q6K,
-];
+/// The block-quantized weight formats `linear` takes: every block format but the
+/// activation-only Q8_1 and Q8_K and the prepared layouts.
+pub fn quant_formats() -> Vec<DType> {
+    DType::ALL
+        .into_iter()
+        .filter(|d| d.is_quantized())
+        .filter(|d| !matches!(d, DType::Q8_1 | DType::Q8K))
+        .collect()
+}
 
 /// `n` standard-normal values from `seed`.
 pub fn normal(n: usize, seed: u64) -> Vec<f32> {
@@ -69,7 +65,8 @@ pub fn float_tensor(values: &[f32], dims: &[usize], dtype: DType) -> Tensor {
     }
 }
 
-/// A block-quantized `[n, k]` weight of `dtype` from `values` (ggml's reference quantizer).
+/// A block-quantized `[n, k]` weight of `dtype` from `values` (ggml's reference
+/// quantizer), or for a format without a quantizer random blocks seeded by `values`.
 pub fn quantized_tensor(
     ctx: &ExecContext,
     values: &[f32],
@@ -77,8 +74,17 @@ pub fn quantized_tensor(
     k: usize,
     dtype: DType,
 ) -> Tensor {
-    let mut bytes = vec![0u8; dtype.bytes_for(n * k).unwrap()];
-    tempra_tensor::quant::quantize_row(dtype, values, &mut bytes).unwrap();
+    use tempra_tensor::quant;
+    let bytes = if quant::has_quantizer(dtype) {
+        let mut bytes = vec![0u8; dtype.bytes_for(n * k).unwrap()];
+        quant::quantize_row(dtype, values, &mut bytes).unwrap();
+        bytes
+    } else {
+        let seed = values
+            .iter()
+            .fold(0u64, |h, v| h.rotate_left(5) ^ v.to_bits() as u64);
+        quant::random_blocks(dtype, n * k / dtype.block_len(), 1.0, seed).unwrap()
+    };
     ctx.from_bytes(&bytes, &[n, k], dtype).unwrap()
 }
 
@@ -87,4 +93,13 @@ pub fn quantized_tensor(
 pub fn nmse(got: &[f32], want: &[f32]) -> f64 {
     assert!(got.iter().all(|g| g.is_finite()), "non-finite output");
     tempra_tensor::compare::nmse_f32(got, want).unwrap()
+}
+
+/// The bits of `t`'s values (for the bit-for-bit row-invariance checks).
+pub fn bits(t: &Tensor) -> Vec<u32> {
+    t.to_vec_f32()
+        .unwrap()
+        .iter()
+        .map(|v| v.to_bits())
+        .collect()
 }
