@@ -368,6 +368,115 @@ fn embedding_scatter_adds_repeated_ids() {
 }
 
 #[test]
+fn top_k_values_and_gather_scatter_into_the_chosen_positions() {
+    let ag = ag();
+    // The values' gradient reaches the chosen positions; the rest get zeros.
+    check("top_k", &ag, vec![randn(&ag, &[3, 7], 121)], |ag, v| {
+        Ok(ag.top_k(&v[0], 3)?.0)
+    });
+    check(
+        "top_k strided",
+        &ag,
+        vec![randn(&ag, &[7, 2], 122)],
+        |ag, v| Ok(ag.top_k(&v[0].t()?, 2)?.0),
+    );
+    let picks = ag
+        .ctx()
+        .from_slice(&[4u32, 0, 4, 1, 1, 2], &[2, 3])
+        .unwrap();
+    check("gather", &ag, vec![randn(&ag, &[2, 5], 123)], |ag, v| {
+        ag.gather(&v[0], &picks)
+    });
+    // The router path of a mixture of experts: softmax, top_k, renormalised weights.
+    check("routing", &ag, vec![randn(&ag, &[3, 6], 124)], |ag, v| {
+        let probs = ag.softmax(&v[0])?;
+        let (_, chosen) = ag.top_k(&v[0], 2)?;
+        let picked = ag.gather(&probs, &chosen)?;
+        ag.div(&picked, &ag.sum(&picked, 1, true)?)
+    });
+}
+
+#[test]
+fn weighted_sum_over_slots() {
+    let ag = ag();
+    check(
+        "weighted_sum",
+        &ag,
+        vec![randn(&ag, &[3, 2, 5], 131), randn(&ag, &[3, 2], 132)],
+        |ag, v| ag.weighted_sum(&v[0], &v[1]),
+    );
+    check(
+        "weighted_sum strided",
+        &ag,
+        vec![randn(&ag, &[2, 5, 4], 133), randn(&ag, &[2, 4], 134)],
+        |ag, v| ag.weighted_sum(&v[0].transpose(1, 2)?, &v[1]),
+    );
+}
+
+#[test]
+fn expert_linear_input_weight_and_bias() {
+    let ag = ag();
+    // Expert 3 is chosen twice by token 0, expert 1 by nobody.
+    let ids = ag
+        .ctx()
+        .from_slice(&[3u32, 3, 0, 2, 2, 0], &[3, 2])
+        .unwrap();
+    let (w, b) = (randn(&ag, &[4, 5, 6], 141), randn(&ag, &[4, 5], 142));
+    check(
+        "expert_linear+bias",
+        &ag,
+        vec![randn(&ag, &[3, 2, 6], 143), w.clone(), b],
+        |ag, v| ag.expert_linear(&v[0], &v[1], &ids, Some(&v[2])),
+    );
+    check(
+        "expert_linear broadcast x",
+        &ag,
+        vec![randn(&ag, &[3, 1, 6], 144), w],
+        |ag, v| ag.expert_linear(&v[0], &v[1], &ids, None),
+    );
+}
+
+#[test]
+fn expert_linear_with_quantized_experts_differentiates_the_input_only() {
+    let ag = ag();
+    let ctx = ag.ctx();
+    let dense = ctx.randn(&[3, 8, 32], DType::F32, 0.0, 1.0, 151).unwrap();
+    let wq = ctx.quantize(&dense, DType::Q8_0).unwrap();
+    let wd = ctx.cast(&wq, DType::F32).unwrap();
+    let ids = ctx.from_slice(&[2u32, 0, 1, 2], &[2, 2]).unwrap();
+    let x = Var::variable(ctx.randn(&[2, 2, 32], DType::F32, 0.0, 1.0, 152).unwrap());
+    let grad = |w: &Tensor| {
+        let y = ag
+            .expert_linear(&x, &Var::constant(w.clone()), &ids, None)
+            .unwrap();
+        let loss = ag.sum_all(&ag.sqr(&y).unwrap()).unwrap();
+        ag.backward(&loss)
+            .unwrap()
+            .get(&x)
+            .unwrap()
+            .to_vec_f32()
+            .unwrap()
+    };
+    let (gq, gd) = (grad(&wq), grad(&wd));
+    for (a, b) in gq.iter().zip(&gd) {
+        assert!((a - b).abs() <= 1e-4 * (1.0 + b.abs()), "{a} vs {b}");
+    }
+    let err = ag
+        .expert_linear(&x, &Var::variable(wq), &ids, None)
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AutogradError::NotDifferentiable {
+                op: "expert_linear",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
 fn causal_attention_gqa_window_softcap_offset() {
     let ag = ag();
     let d = 4;

@@ -239,6 +239,49 @@ impl Backend for GpuBackend {
         }
     }
 
+    fn expert_linear(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        ids: &Tensor,
+        bias: Option<&Tensor>,
+        out: &mut Tensor,
+    ) -> Result<()> {
+        match bias {
+            Some(b) => self.on_host("expert_linear", &[x, w, ids, b], &mut [out], |r, i, o| {
+                r.expert_linear(&i[0], &i[1], &i[2], Some(&i[3]), &mut o[0])
+            }),
+            None => self.on_host("expert_linear", &[x, w, ids], &mut [out], |r, i, o| {
+                r.expert_linear(&i[0], &i[1], &i[2], None, &mut o[0])
+            }),
+        }
+    }
+
+    fn top_k(&self, x: &Tensor, values: &mut Tensor, indices: &mut Tensor) -> Result<()> {
+        self.on_host("top_k", &[x], &mut [values, indices], |r, i, o| {
+            let [values, indices] = o else {
+                return Err(TensorError::Argument {
+                    op: "top_k",
+                    name: "outputs",
+                    reason: "values and indices expected".into(),
+                });
+            };
+            r.top_k(&i[0], values, indices)
+        })
+    }
+
+    fn gather(&self, x: &Tensor, indices: &Tensor, out: &mut Tensor) -> Result<()> {
+        self.on_host("gather", &[x, indices], &mut [out], |r, i, o| {
+            r.gather(&i[0], &i[1], &mut o[0])
+        })
+    }
+
+    fn weighted_sum(&self, x: &Tensor, weights: &Tensor, out: &mut Tensor) -> Result<()> {
+        self.on_host("weighted_sum", &[x, weights], &mut [out], |r, i, o| {
+            r.weighted_sum(&i[0], &i[1], &mut o[0])
+        })
+    }
+
     fn rms_norm(&self, x: &Tensor, w: &Tensor, eps: f64, out: &mut Tensor) -> Result<()> {
         if all_f32(&[x, out]) && gpu_float(w) {
             return norm::norm(&self.ctx, false, x, w, None, eps, out)

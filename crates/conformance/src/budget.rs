@@ -74,13 +74,11 @@ impl Precision {
 
 /// ggml's `test-backend-ops` budget for MUL_MAT is 5e-4 for every weight format. The
 /// activation rounding (Q8 blocks of Gaussian inputs) costs about 2e-5 of the output's
-/// energy with 32-value blocks and 5e-5 with 256-value Q8_K blocks, whatever the weights;
-/// the budgets keep ggml's margin for the K formats and one decade for the 32-value ones.
+/// energy with 32-value blocks (Q8_0, Q8_1) and 5e-5 with 256-value Q8_K blocks, whatever
+/// the weights; the budgets keep ggml's margin for the formats paired with Q8_K and one
+/// decade for the 32-value ones.
 fn quantized_product_budget(format: DType) -> f64 {
-    match format.base_format() {
-        DType::Q4_0 | DType::Q4_1 | DType::Q5_0 | DType::Q5_1 | DType::Q8_0 => 2e-4,
-        _ => 5e-4,
-    }
+    if format.block_len() == 32 { 2e-4 } else { 5e-4 }
 }
 
 #[cfg(test)]
@@ -101,8 +99,9 @@ mod tests {
                 .unwrap_or_else(|_| panic!("README budget {cell:?}"))
         };
         let dequantized = "dequantized values (any block format)";
-        let small = "product over q4_0, q4_1, q5_0, q5_1, q8_0 weights";
-        let k = "product over q2_K … q6_K weights";
+        let small = "product over 32-value weight blocks (q4_0 … q8_0, iq4_nl)";
+        let k =
+            "product over 256-value weight blocks (q2_K … q6_K, the other I-quants, tq1_0, tq2_0)";
         let expected = [
             ("exact", Precision::Exact),
             ("rounded", Precision::Rounded),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use tempra_tensor::half::{bf16, f16};
 use tempra_tensor::random::SplitMix64;
-use tempra_tensor::{DType, ExecContext, Layout, Shape, Storage, Tensor};
+use tempra_tensor::{DType, ExecContext, Layout, Shape, Storage, Tensor, quant};
 
 use crate::budget::Precision;
 use crate::error::Result;
@@ -113,7 +113,8 @@ impl Inputs {
 
     /// Standard-normal values of `dims` stored as `dtype`: a float format (F32, F16,
     /// BF16) or a block format (quantized by the scalar reference quantizer; the last
-    /// dim a whole number of blocks).
+    /// dim a whole number of blocks). A block format without a quantizer (IQ1, IQ2, IQ3)
+    /// gets random blocks of unit root mean square instead.
     pub fn normal_as(&mut self, dims: &[usize], dtype: DType) -> Result<Tensor> {
         let v = self.normals(dims.iter().product());
         Ok(match dtype {
@@ -129,7 +130,18 @@ impl Inputs {
             block => {
                 let layout = Layout::contiguous(Shape::new(dims)?, block)?;
                 let mut storage = Storage::owned_zeroed(layout.bytes_spanned())?;
-                tempra_tensor::quant::quantize_row(block, &v, storage.host_bytes_mut()?)?;
+                let bytes = storage.host_bytes_mut()?;
+                if quant::has_quantizer(block) {
+                    quant::quantize_row(block, &v, bytes)?;
+                } else {
+                    let blocks = v.len() / block.block_len();
+                    bytes.copy_from_slice(&quant::random_blocks(
+                        block,
+                        blocks,
+                        1.0,
+                        self.rng.next_u64(),
+                    )?);
+                }
                 Tensor::from_storage(storage, layout)?
             }
         })

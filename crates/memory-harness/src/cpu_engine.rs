@@ -12,7 +12,7 @@ use tempra_autograd::{Autograd, no_grad};
 use tempra_backend_cpu::CpuBackend;
 use tempra_llm::ModelFile;
 use tempra_llm::engine::{
-    ArenaCapacity, ArenaStats, KvCache, LogitRows, ModelWeights, StepArena, forward_in,
+    ArenaCapacity, ArenaStats, KvCache, KvTypes, LogitRows, ModelWeights, StepArena, forward_in,
     logits_slice,
 };
 use tempra_llm::model_config::ModelConfig;
@@ -68,7 +68,7 @@ impl CpuEngine {
             c.head_count_kv,
             c.key_length,
             c.value_length,
-            DType::F16,
+            KvTypes::same(DType::F16),
         )?)
     }
 
@@ -81,7 +81,7 @@ impl CpuEngine {
             c.head_count_kv,
             c.key_length,
             c.value_length,
-            DType::F16,
+            KvTypes::same(DType::F16),
         )
     }
 

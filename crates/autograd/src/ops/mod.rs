@@ -3,6 +3,7 @@
 
 mod attention;
 mod elementwise;
+mod experts;
 mod linalg;
 mod loss;
 mod masks;

@@ -1,7 +1,11 @@
 // Dequantization of GGUF blocks from an `array<u32>` binding named BUF, one element at
 // a time. `b` is the block's first byte, `j` the element in the block. Scale products run
 // in `dq` (f16 where the device has SHADER_F16 and the kernel opts in, else f32).
-// Dtype codes: 10 q4_0, 11 q8_0, 12 q4_K, 13 q5_K, 14 q6_K.
+// Dtype codes: 10 q4_0, 11 q8_0, 12 q4_K, 13 q5_K, 14 q6_K, 15 iq4_nl, 16 iq4_xs.
+
+// IQ4_NL's and IQ4_XS's 16 non-linear levels (ggml's kvalues_iq4nl).
+var<private> BUF_iq4_levels: array<i32, 16> = array<i32, 16>(
+    -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
 
 fn BUF_byte(b: u32) -> u32 {
     return (BUF[b >> 2u] >> ((b & 3u) * 8u)) & 0xffu;
@@ -38,6 +42,24 @@ fn BUF_dequant(dt: u32, b: u32, j: u32) -> f32 {
         case 11u: {
             // q8_0: f16 d; 32 signed bytes.
             r = f32(dq(BUF_half(b)) * dq(f32(BUF_i8(b + 2u + j))));
+        }
+        case 15u: {
+            // iq4_nl: f16 d; 16 bytes of level indices laid out as q4_0's nibbles.
+            let byte = BUF_byte(b + 2u + (j & 15u));
+            let nib = select(byte & 15u, byte >> 4u, j >= 16u);
+            r = f32(dq(BUF_half(b)) * dq(f32(BUF_iq4_levels[nib])));
+        }
+        case 16u: {
+            // iq4_xs: f16 d, u16 scales_h, scales_l[4], qs[128]; sub-block scale
+            // ls - 32 (6 bits: low nibble in scales_l, high 2 bits in scales_h).
+            let sub = j / 32u;
+            let high = (BUF[(b + 2u) >> 2u] >> (((b + 2u) & 2u) * 8u)) & 0xffffu;
+            let ls = ((BUF_byte(b + 4u + sub / 2u) >> (4u * (sub & 1u))) & 15u)
+                | (((high >> (2u * sub)) & 3u) << 4u);
+            let byte = BUF_byte(b + 8u + 16u * sub + (j & 15u));
+            let nib = select(byte & 15u, byte >> 4u, (j & 31u) >= 16u);
+            let dl = dq(BUF_half(b)) * dq(f32(i32(ls) - 32));
+            r = f32(dl * dq(f32(BUF_iq4_levels[nib])));
         }
         case 12u, 13u: {
             // q4_K: d, dmin, scales[12], qs[128]; q5_K: d, dmin, scales[12], qh[32], qs[128].

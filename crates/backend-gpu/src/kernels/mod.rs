@@ -63,6 +63,8 @@ pub(crate) fn dtype_code(dtype: DType) -> Option<u32> {
         DType::Q4K => 12,
         DType::Q5K => 13,
         DType::Q6K => 14,
+        DType::IQ4NL => 15,
+        DType::IQ4XS => 16,
         _ => return None,
     })
 }
@@ -76,6 +78,12 @@ pub(crate) fn is_gpu_float(dtype: DType) -> bool {
 pub(crate) fn is_gpu_block(dtype: DType) -> bool {
     matches!(
         dtype,
-        DType::Q4_0 | DType::Q8_0 | DType::Q4K | DType::Q5K | DType::Q6K
+        DType::Q4_0
+            | DType::Q8_0
+            | DType::Q4K
+            | DType::Q5K
+            | DType::Q6K
+            | DType::IQ4NL
+            | DType::IQ4XS
     )
 }

@@ -83,7 +83,9 @@ pub(crate) fn rope(
         .f(if inverse { -1.0 } else { 1.0 })
         .u(freq_factors.is_some() as u32);
     p.u(prel).n(positions.layout().strides()[0], OP)?;
-    p.n(rows.step, OP)?.u(orel);
+    p.n(rows.step, OP)?
+        .u(orel)
+        .f(config.attention_factor as f32);
     p.layout(OP, xrel as usize, &rows.dims, &rows.strides)?;
     ctx.dispatch(&SPEC, &p, &[xw, pw, tw, ow], to_u32(n.div_ceil(256), OP)?)
 }

@@ -2,14 +2,15 @@
 // `table` holds the rd/2 inverse frequencies (scaling applied on the host), followed by
 // the rd/2 frequency factors when present.
 // Params: 0 n, 1 D, 2 H, 3 T, 4 rotary dims, 5 neox, 6 direction (f32), 7 has factors,
-// 8 positions offset, 9 positions stride, 10 step, 11 out offset, 12 row layout.
+// 8 positions offset, 9 positions stride, 10 step, 11 out offset, 12 attention factor
+// (f32: multiplies the rotated dims), 13 row layout.
 
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> positions: array<u32>;
 @group(0) @binding(3) var<storage, read> table: array<f32>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 
-const ROW_L: u32 = 12u;
+const ROW_L: u32 = 13u;
 
 @compute @workgroup_size(256)
 fn rope(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -44,8 +45,8 @@ fn rope(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     }
     let angle = pf(6u) * pos * inv;
     let reduced = angle - 6.283185307179586 * round(angle * 0.15915494309189535);
-    let c = cos(reduced);
-    let s = sin(reduced);
+    let c = cos(reduced) * pf(12u);
+    let s = sin(reduced) * pf(12u);
     let xa = x[base + a * step];
     let xb = x[base + b * step];
     out[o] = select(xa * s + xb * c, xa * c - xb * s, e == a);

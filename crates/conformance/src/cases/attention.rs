@@ -1,5 +1,6 @@
-//! Causal attention: prefill and decode shapes, grouped KV heads, f16 caches, a sliding
-//! window, a logit soft-cap, keys read through a narrowed cache view, large head dims.
+//! Causal attention: prefill and decode shapes, grouped KV heads, f16 and block-quantized
+//! caches (keys and values in one format or two), a sliding window, a logit soft-cap,
+//! keys read through a narrowed cache view, large head dims.
 
 use tempra_tensor::{AttentionParams, DType};
 
@@ -22,7 +23,7 @@ pub(super) fn push(cases: &mut Vec<Case>) -> Result<()> {
         Option<usize>,
         Option<f32>,
     );
-    let shapes: [Shape; 9] = [
+    let shapes: [Shape; 13] = [
         (
             "prefill 7 tokens, 4 heads over 2",
             7,
@@ -98,6 +99,54 @@ pub(super) fn push(cases: &mut Vec<Case>) -> Result<()> {
         ),
         ("soft-cap 5", 6, 6, 2, 1, 32, DType::F32, 0, None, Some(5.0)),
         (
+            "decode q8_0 cache over two key blocks",
+            1,
+            70,
+            4,
+            2,
+            32,
+            DType::Q8_0,
+            69,
+            None,
+            None,
+        ),
+        (
+            "prefill q4_0 cache, chunk at 9",
+            5,
+            14,
+            2,
+            2,
+            64,
+            DType::Q4_0,
+            9,
+            None,
+            None,
+        ),
+        (
+            "prefill 70 tokens q8_0 cache, 8 heads over 2",
+            70,
+            70,
+            8,
+            2,
+            32,
+            DType::Q8_0,
+            0,
+            None,
+            None,
+        ),
+        (
+            "decode q5_0 cache window 8",
+            1,
+            40,
+            2,
+            1,
+            32,
+            DType::Q5_0,
+            39,
+            Some(8),
+            None,
+        ),
+        (
             "head dim 128, 8 over 8",
             3,
             3,
@@ -142,6 +191,26 @@ pub(super) fn push(cases: &mut Vec<Case>) -> Result<()> {
                 &i[0],
                 &i[1].narrow(0, 0, 11)?,
                 &i[2].narrow(0, 0, 11)?,
+                &params,
+            )?])
+        },
+    ));
+    // Keys and values in different formats (`--kv-type-k q8_0 --kv-type-v f16`), read
+    // through a narrowed cache.
+    let q = inputs.normal(&[3, 4, 32])?;
+    let k = inputs.normal_as(&[80, 2, 32], DType::Q8_0)?;
+    let v = inputs.normal_as(&[80, 2, 32], DType::F16)?;
+    cases.push(Case::new(
+        "attention",
+        "q8_0 keys, f16 values, cache narrowed to 67 of 80 rows",
+        Precision::Accumulated,
+        vec![q, k, v],
+        |c, i| {
+            let params = AttentionParams::causal(32, 64);
+            Ok(vec![c.attention(
+                &i[0],
+                &i[1].narrow(0, 0, 67)?,
+                &i[2].narrow(0, 0, 67)?,
                 &params,
             )?])
         },

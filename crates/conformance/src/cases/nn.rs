@@ -1,5 +1,6 @@
-//! Norms, rope (both pairings, partial rotation, frequency factors, scaling, the
-//! inverse) and embedding lookups over float and block tables.
+//! Norms, rope (both pairings, partial rotation, frequency factors, linear, llama3 and
+//! YaRN scaling, attention factors, the inverse) and embedding lookups over float and
+//! block tables.
 
 use tempra_tensor::{DType, RopeConfig, RopeScaling, RopeStyle};
 
@@ -48,6 +49,13 @@ pub(super) fn push(cases: &mut Vec<Case>) -> Result<()> {
         high_freq_factor: 4.0,
         original_max_position: 64.0,
     };
+    let yarn = RopeScaling::Yarn {
+        factor: 4.0,
+        original_max_position: 64.0,
+        beta_fast: 32.0,
+        beta_slow: 1.0,
+        ext_factor: 1.0,
+    };
     let configs = [
         (
             "interleaved",
@@ -72,6 +80,22 @@ pub(super) fn push(cases: &mut Vec<Case>) -> Result<()> {
                 ..RopeConfig::new(16, 500000.0, RopeStyle::Neox)
             },
         ),
+        (
+            "neox yarn ×4 with its attention factor",
+            RopeConfig {
+                scaling: yarn,
+                attention_factor: 1.0 + 0.1 * 4f64.ln(),
+                ..RopeConfig::new(16, 10000.0, RopeStyle::Neox)
+            },
+        ),
+        (
+            "interleaved yarn partial 12 of 16",
+            RopeConfig {
+                scaling: yarn,
+                attention_factor: 1.0 + 0.1 * 4f64.ln(),
+                ..RopeConfig::new(12, 1e6, RopeStyle::Interleaved)
+            },
+        ),
     ];
     for (label, config) in configs {
         let x = inputs.normal(&[5, 3, 16])?;
@@ -92,6 +116,24 @@ pub(super) fn push(cases: &mut Vec<Case>) -> Result<()> {
         Case::new(
             "rope",
             "neox batched with frequency factors",
+            Precision::Rotation,
+            vec![x, positions, factors],
+            move |c, i| Ok(vec![c.rope(&i[0], &i[1], &config, Some(&i[2]))?]),
+        )
+        .keep(2),
+    );
+    // LongRoPE: per-pair factors and an attention factor, partial rotation.
+    let config = RopeConfig {
+        attention_factor: 1.19,
+        ..RopeConfig::new(12, 10000.0, RopeStyle::Neox)
+    };
+    let x = inputs.normal(&[4, 2, 16])?;
+    let positions = u32s(&[0, 63, 200, 1000], &[4])?;
+    let factors = inputs.uniform(&[6], 1.0, 30.0)?;
+    cases.push(
+        Case::new(
+            "rope",
+            "neox partial longrope factors and attention factor",
             Precision::Rotation,
             vec![x, positions, factors],
             move |c, i| Ok(vec![c.rope(&i[0], &i[1], &config, Some(&i[2]))?]),

@@ -1,7 +1,7 @@
 //! Copies and conversions (contiguous, casts between float formats, dequantizing),
 //! concatenation, writes into a cache slice, quantization.
 
-use tempra_tensor::DType;
+use tempra_tensor::{DType, quant};
 
 use super::WEIGHT_BLOCK_FORMATS;
 use crate::budget::Precision;
@@ -86,7 +86,26 @@ pub(super) fn push(cases: &mut Vec<Case>) -> Result<()> {
             Ok(vec![cache])
         },
     ));
-    for dtype in WEIGHT_BLOCK_FORMATS {
+    // The KV write into a quantized cache: f32 rows quantized into its blocks.
+    for dtype in [DType::Q8_0, DType::Q4_0, DType::Q5_1] {
+        let rows = inputs.normal(&[3, 2, 64])?;
+        cases.push(Case::new(
+            "copy",
+            format!("write 3 rows into a {dtype} cache at 5"),
+            Precision::Exact,
+            vec![rows],
+            move |c, i| {
+                let mut cache = c.zeros_persistent(&[8, 2, 64], dtype)?;
+                c.write_slice(&mut cache, 0, 5, &i[0])?;
+                Ok(vec![cache])
+            },
+        ));
+    }
+    // The formats with a quantizer (the IQ1/IQ2/IQ3 ones are read-only).
+    for dtype in WEIGHT_BLOCK_FORMATS
+        .into_iter()
+        .filter(|&d| quant::has_quantizer(d))
+    {
         let x = inputs.normal(&[2, 256])?;
         cases.push(Case::new(
             "quantize",
