@@ -3,17 +3,21 @@
 
 Usage: openai_client_check.py TEMPRA_BINARY MODEL.gguf
 
-Starts the server on an ephemeral loopback port, then drives it with `openai.OpenAI`:
-models, completions and chat (streamed and not), and the errors the client maps to
-exceptions (400 -> BadRequestError). Exits non-zero on the first failure. Run by .ci/run
-in a virtual environment (`pip install openai`); cargo tests never need it.
+Starts the server on an ephemeral loopback port with an API key (`TEMPRA_API_KEY`), then
+drives it with `openai.OpenAI`: models, completions and chat (streamed and not), and the
+errors the client maps to exceptions (400 -> BadRequestError, 401 ->
+AuthenticationError). Exits non-zero on the first failure. Run by .ci/run in a virtual
+environment (`pip install openai`); cargo tests never need it.
 """
 
+import os
 import re
 import subprocess
 import sys
 
 import openai
+
+API_KEY = "sk-openai-client-check"
 
 
 def main() -> int:
@@ -23,6 +27,7 @@ def main() -> int:
          "--threads", "1"],
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ, "TEMPRA_API_KEY": API_KEY},
     )
     try:
         seen, match = [], None
@@ -33,8 +38,10 @@ def main() -> int:
                 return 1
             seen.append(line)
             match = re.search(r"http://(\S+)", line)
-        client = openai.OpenAI(base_url=f"http://{match.group(1)}/v1", api_key="unused")
-        check(client)
+        base_url = f"http://{match.group(1)}/v1"
+        check(openai.OpenAI(base_url=base_url, api_key=API_KEY))
+        check_refusals(openai.OpenAI(base_url=base_url, api_key=API_KEY),
+                       openai.OpenAI(base_url=base_url, api_key="sk-wrong", max_retries=0))
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -82,6 +89,20 @@ def check(client: "openai.OpenAI") -> None:
         raise AssertionError("max_tokens=0 was accepted")
     except openai.BadRequestError as e:
         assert e.body["param"] == "max_tokens", e.body
+
+
+def check_refusals(client: "openai.OpenAI", wrong_key: "openai.OpenAI") -> None:
+    try:
+        wrong_key.models.list()
+        raise AssertionError("a wrong API key was accepted")
+    except openai.AuthenticationError as e:
+        assert e.status_code == 401, e
+        assert e.body["code"] == "invalid_api_key", e.body
+    try:
+        client.chat.completions.create(model="m", messages=[{"role": "admin", "content": "x"}])
+        raise AssertionError("an unknown role was accepted")
+    except openai.BadRequestError as e:
+        assert e.body["param"] == "messages[0].role", e.body
 
 
 if __name__ == "__main__":

@@ -66,7 +66,10 @@ pub enum LlmError {
         what: String,
     },
     /// `general.architecture` names an architecture tempra does not implement.
-    #[error("unsupported architecture `{arch}` (supported: llama, qwen2, qwen3, gemma2, gemma3)")]
+    #[error(
+        "unsupported architecture `{arch}` (supported: {})",
+        crate::model_config::Arch::ALL.map(crate::model_config::Arch::name).join(", ")
+    )]
     UnsupportedArch {
         /// The architecture named by the file.
         arch: String,
@@ -143,7 +146,7 @@ pub enum LlmError {
     },
     /// Weights plus KV cache plus the step arena would not fit in available memory.
     #[error(
-        "not enough memory: weights {weights_bytes} B + KV cache {kv_bytes} B + step arena {arena_bytes} B = {total} B, but only {available_bytes} B are available (lower --ctx or use --kv-type f16)",
+        "not enough memory: weights {weights_bytes} B + KV cache {kv_bytes} B + step arena {arena_bytes} B = {total} B, but only {available_bytes} B are available (lower --ctx or use a smaller --kv-type: f16, q8_0, q4_0)",
         total = weights_bytes + kv_bytes + arena_bytes
     )]
     OutOfMemory {
@@ -169,8 +172,9 @@ pub enum LlmError {
     /// The server's KV slots plus the weights and the step arena would not fit in
     /// available memory.
     #[error(
-        "not enough memory for {slots} KV slots: {slots} x {per_slot_bytes} B (context {context} positions) = {kv_bytes} B + weights {weights_bytes} B + step arena {arena_bytes} B = {total} B, but only {available_bytes} B are available (lower --kv-slots or --ctx)",
+        "not enough memory for {slots} KV slots: {slots} x {per_slot_bytes} B (context {context} positions of {per_position} B) = {kv_bytes} B + weights {weights_bytes} B + step arena {arena_bytes} B = {total} B, but only {available_bytes} B are available (lower --kv-slots or --ctx, or use a smaller --kv-type: f16, q8_0, q4_0)",
         kv_bytes = (*slots as u64).saturating_mul(*per_slot_bytes),
+        per_position = per_slot_bytes / (*context as u64).max(1),
         total = (*slots as u64).saturating_mul(*per_slot_bytes).saturating_add(weights_bytes + arena_bytes)
     )]
     SlotsOutOfMemory {
@@ -190,6 +194,34 @@ pub enum LlmError {
     /// An autograd error from the model forward.
     #[error(transparent)]
     Autograd(#[from] tempra_autograd::AutogradError),
+    /// A GBNF grammar that does not parse or compile: the line and column (1-based,
+    /// in characters) where it went wrong, and what was wrong.
+    #[error("grammar line {line}, column {column}: {what}")]
+    Grammar {
+        /// The line.
+        line: usize,
+        /// The column.
+        column: usize,
+        /// What was wrong.
+        what: String,
+    },
+    /// A JSON schema tempra cannot turn into a grammar: the JSON pointer of the part at
+    /// fault (`#/properties/age/multipleOf`) and what was wrong with it.
+    #[error("JSON schema at `{pointer}`: {what}")]
+    JsonSchema {
+        /// The JSON pointer of the schema part at fault (`#` is the whole schema).
+        pointer: String,
+        /// What was wrong.
+        what: String,
+    },
+    /// Constrained sampling cannot go on or cannot start: the grammar is too ambiguous
+    /// (too many parses alive at once), needs more parser states than the bound, or
+    /// cannot be finished within the tokens left.
+    #[error("constrained output: {what}")]
+    Constraint {
+        /// What went wrong.
+        what: String,
+    },
     /// Text input that is not valid UTF-8.
     #[error("{path}: invalid UTF-8 at byte {offset}")]
     InvalidUtf8 {

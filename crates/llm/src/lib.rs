@@ -7,6 +7,9 @@ pub mod demo;
 pub mod engine;
 pub mod error;
 pub mod gguf;
+pub mod grammar;
+#[cfg(feature = "json")]
+pub mod json;
 pub mod llama2c;
 pub mod model_config;
 pub mod model_file;

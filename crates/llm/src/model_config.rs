@@ -20,16 +20,30 @@ pub enum Arch {
     Gemma2,
     /// `gemma3`: Gemma 3 (5 sliding-window layers per global layer, q/k norms).
     Gemma3,
+    /// `phi3`: Phi-3 and Phi-4-mini (fused q/k/v and gate/up matrices, partial rotary,
+    /// LongRoPE).
+    Phi3,
+    /// `granite`: IBM Granite 3 (embedding, attention, residual and logit multipliers).
+    Granite,
+    /// `olmo2`: OLMo 2 (norms after attention and FFN instead of before, q/k norms over
+    /// the whole projection).
+    Olmo2,
+    /// `smollm3`: SmolLM3 (every fourth layer without rope).
+    Smollm3,
 }
 
 impl Arch {
     /// Every supported architecture.
-    pub const ALL: [Arch; 5] = [
+    pub const ALL: [Arch; 9] = [
         Arch::Llama,
         Arch::Qwen2,
         Arch::Qwen3,
         Arch::Gemma2,
         Arch::Gemma3,
+        Arch::Phi3,
+        Arch::Granite,
+        Arch::Olmo2,
+        Arch::Smollm3,
     ];
 
     /// The GGUF name (`llama`).
@@ -40,6 +54,10 @@ impl Arch {
             Arch::Qwen3 => "qwen3",
             Arch::Gemma2 => "gemma2",
             Arch::Gemma3 => "gemma3",
+            Arch::Phi3 => "phi3",
+            Arch::Granite => "granite",
+            Arch::Olmo2 => "olmo2",
+            Arch::Smollm3 => "smollm3",
         }
     }
 
@@ -53,8 +71,8 @@ impl Arch {
             })
     }
 
-    /// How rope pairs dims: interleaved for `llama` (llama.cpp's "normal" mode), NeoX
-    /// halves for the others.
+    /// How rope pairs dims: interleaved for `llama`, `granite` and `smollm3` (llama.cpp's
+    /// "normal" mode), NeoX halves for the others.
     pub const fn rope_style(self) -> RopeStyle {
         self.description().rope_style
     }
@@ -64,7 +82,9 @@ impl Arch {
     /// and a separate output matrix are used where the file has them (their absence is
     /// the architecture's choice: tied output, pre-norm only); soft-caps, sliding windows
     /// and rope scaling come from metadata, with the defaults below where it is silent.
-    /// A new architecture is one more arm here (and its tests).
+    /// Fused matrices (`attn_qkv`, an `ffn_up` twice the FFN width holding gate and up)
+    /// are split into views at load where the file has them. A new architecture is one
+    /// more arm here (and its tests).
     pub const fn description(self) -> ArchDescription {
         const LLAMA: ArchDescription = ArchDescription {
             rope_style: RopeStyle::Interleaved,
@@ -74,6 +94,9 @@ impl Arch {
             default_sliding_pattern: None,
             sliding_freq_base: None,
             width_scaled_attention_blocks: None,
+            pre_norms: true,
+            qk_norm: QkNormWidth::PerHead,
+            no_rope_layer_interval: None,
         };
         const GEMMA: ArchDescription = ArchDescription {
             rope_style: RopeStyle::Neox,
@@ -98,6 +121,21 @@ impl Arch {
                 sliding_freq_base: Some(10_000.0),
                 width_scaled_attention_blocks: Some(62),
                 ..GEMMA
+            },
+            Arch::Phi3 => ArchDescription {
+                rope_style: RopeStyle::Neox,
+                ..LLAMA
+            },
+            Arch::Granite => LLAMA,
+            Arch::Olmo2 => ArchDescription {
+                rope_style: RopeStyle::Neox,
+                pre_norms: false,
+                qk_norm: QkNormWidth::Full,
+                ..LLAMA
+            },
+            Arch::Smollm3 => ArchDescription {
+                no_rope_layer_interval: Some(4),
+                ..LLAMA
             },
         }
     }
@@ -124,6 +162,24 @@ pub struct ArchDescription {
     /// (embedding ÷ heads) instead of the key length, when the file names no scale
     /// (llama.cpp's rule for Gemma 2 and 3 27B).
     pub width_scaled_attention_blocks: Option<usize>,
+    /// Whether each block norms its input before attention and before the FFN
+    /// (`attn_norm`, `ffn_norm`); OLMo 2 norms the branches' outputs instead (its
+    /// post-norms) and has no pre-norms.
+    pub pre_norms: bool,
+    /// What the q/k norms (where the file has them) normalize over.
+    pub qk_norm: QkNormWidth,
+    /// Layer `i` runs without rope when `(i + 1) % interval == 0` (SmolLM3: 4, which
+    /// llama.cpp fixes for the architecture rather than reading it from the file).
+    pub no_rope_layer_interval: Option<usize>,
+}
+
+/// What a q/k norm normalizes over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QkNormWidth {
+    /// Each head's `Dk` values (Qwen3, Gemma 3): weights `[Dk]`.
+    PerHead,
+    /// The whole projection, every head at once (OLMo 2): weights `[H·Dk]`.
+    Full,
 }
 
 impl fmt::Display for Arch {
@@ -135,20 +191,34 @@ impl fmt::Display for Arch {
 /// Rope frequency scaling named by `{arch}.rope.scaling.type`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum RopeScalingKind {
-    /// No scaling.
+    /// No scaling (a file's `rope_freqs` or LongRoPE factor tensors still apply).
     None,
     /// Linear position interpolation by `factor`.
     Linear {
         /// The factor.
         factor: f32,
     },
-    /// YaRN (read, but not yet implemented by the engines).
+    /// YaRN (see [`RopeScaling::Yarn`]).
     Yarn {
-        /// The factor.
+        /// The context extension factor.
         factor: f32,
-        /// The pre-training context length.
-        original_context_length: usize,
+        /// `yarn_beta_fast` (32 where the file names none).
+        beta_fast: f32,
+        /// `yarn_beta_slow` (1 where the file names none).
+        beta_slow: f32,
+        /// `yarn_ext_factor` (1 where the file names none).
+        ext_factor: f32,
+        /// `yarn_attn_factor`: the attention factor where the file names one; else
+        /// `0.1·ln(factor) + 1` (transformers' and llama.cpp's default).
+        attention_factor: Option<f32>,
     },
+    /// LongRoPE (Phi-3): per-pair frequency factors from the file's
+    /// `rope_factors_long` or `rope_factors_short` tensor, the long ones when a
+    /// session's context exceeds the original context length (llama.cpp's choice), and
+    /// the attention factor `rope.scaling.attn_factor`. Files without a scaling type
+    /// that carry those tensors (what llama.cpp's converter writes for Phi-3) run the
+    /// same way.
+    LongRope,
 }
 
 /// Rope parameters.
@@ -156,7 +226,8 @@ pub enum RopeScalingKind {
 pub struct RopeParams {
     /// The base θ (`{arch}.rope.freq_base`, 10000 by default).
     pub freq_base: f32,
-    /// The base θ of sliding-window layers where it differs (Gemma 3: 10000).
+    /// The base θ of sliding-window layers where it differs (`rope.freq_base_swa`;
+    /// Gemma 3: 10000 where the file names none).
     pub freq_base_sliding: Option<f32>,
     /// Dims rotated per head (`{arch}.rope.dimension_count`, the key length by default).
     pub dimension_count: usize,
@@ -164,6 +235,13 @@ pub struct RopeParams {
     pub style: RopeStyle,
     /// Frequency scaling (not applied on Gemma 3's sliding-window layers).
     pub scaling: RopeScalingKind,
+    /// The context length the model was pre-trained with
+    /// (`rope.scaling.original_context_length`, the context length by default): YaRN's
+    /// and LongRoPE's reference.
+    pub original_context_length: usize,
+    /// `rope.scaling.attn_factor` (1 by default): multiplies the rotated dims (see
+    /// [`RopeConfig::attention_factor`]; not on Gemma 3's sliding-window layers).
+    pub attention_factor: f32,
 }
 
 /// A model's hyperparameters.
@@ -224,6 +302,14 @@ pub struct ModelConfig {
     /// The attention score scale (`1/sqrt(key_length)` unless the file or the
     /// architecture says otherwise).
     pub attention_scale: f32,
+    /// Multiplies the token embedding: `{arch}.embedding_scale` (Granite), else √D for
+    /// architectures that scale it (Gemma).
+    pub embedding_scale: Option<f32>,
+    /// Multiplies each block's attention and FFN branch before its residual add
+    /// (`{arch}.residual_scale`, Granite).
+    pub residual_scale: Option<f32>,
+    /// Divides the logits (`{arch}.logit_scale`, Granite).
+    pub logit_scale: Option<f32>,
     /// Vocabulary size.
     pub vocab_size: usize,
     /// Experts per MoE layer (0 for dense models).
@@ -289,8 +375,12 @@ impl ModelConfig {
             ));
         }
 
-        let rope = read_rope(md, arch, key_length)?;
-        let sliding_window = opt_count(keys::SLIDING_WINDOW, MAX_CONTEXT)?;
+        let rope = read_rope(md, arch, key_length, context_length)?;
+        // Phi-4-mini's converter writes a window of 0 for none.
+        let sliding_window = match md.opt_usize(&k(keys::SLIDING_WINDOW))? {
+            Some(0) | None => None,
+            Some(w) => Some(check_range(&k(keys::SLIDING_WINDOW), w, MAX_CONTEXT)?),
+        };
         let sliding_window_pattern = opt_count(keys::SLIDING_WINDOW_PATTERN, MAX_BLOCKS)?
             .or(description.default_sliding_pattern);
         let attn_logit_softcap = opt_f32(keys::ATTN_LOGIT_SOFTCAP)?.filter(|&c| c > 0.0);
@@ -302,6 +392,20 @@ impl ModelConfig {
             }
             _ => 1.0 / (key_length as f32).sqrt(),
         };
+
+        let multiplier = |suffix: &str| -> Result<Option<f32>> {
+            match opt_f32(suffix)? {
+                Some(v) if !(v.is_finite() && v > 0.0) => {
+                    Err(invalid(k(suffix), format!("{v} is not a valid multiplier")))
+                }
+                v => Ok(v),
+            }
+        };
+        let embedding_scale = multiplier(keys::EMBEDDING_SCALE)?.or(description
+            .scaled_embedding
+            .then(|| (embedding_length as f32).sqrt()));
+        let residual_scale = multiplier(keys::RESIDUAL_SCALE)?;
+        let logit_scale = multiplier(keys::LOGIT_SCALE)?;
 
         let vocab_size = match opt_count(keys::VOCAB_SIZE, MAX_VOCAB)? {
             Some(v) => v,
@@ -334,6 +438,9 @@ impl ModelConfig {
             attn_logit_softcap,
             final_logit_softcap,
             attention_scale,
+            embedding_scale,
+            residual_scale,
+            logit_scale,
             vocab_size,
             expert_count,
         })
@@ -352,31 +459,54 @@ impl ModelConfig {
         }
     }
 
-    /// The rope op parameters for layer `layer`.
-    ///
-    /// Errors: YaRN scaling, which the engines do not implement yet, is an
-    /// [`LlmError::InvalidValue`].
-    pub fn rope_config(&self, layer: usize) -> Result<RopeConfig> {
+    /// Whether layer `layer` applies rope (SmolLM3 leaves every fourth layer without).
+    pub fn uses_rope(&self, layer: usize) -> bool {
+        let interval = self.arch.description().no_rope_layer_interval;
+        !interval.is_some_and(|n| (layer + 1).is_multiple_of(n))
+    }
+
+    /// The rope op parameters for layer `layer` (frequency factors, `rope_freqs` or
+    /// LongRoPE's, come from the weights).
+    pub fn rope_config(&self, layer: usize) -> RopeConfig {
         let sliding = self.is_sliding_layer(layer);
         let theta = match self.rope.freq_base_sliding {
             Some(base) if sliding => base,
             _ => self.rope.freq_base,
         };
         let mut rope = RopeConfig::new(self.rope.dimension_count, theta as f64, self.rope.style);
-        let scaled = !(sliding && self.rope.freq_base_sliding.is_some());
+        if sliding && self.rope.freq_base_sliding.is_some() {
+            return rope;
+        }
+        let mut attention_factor = self.rope.attention_factor as f64;
         rope.scaling = match self.rope.scaling {
-            RopeScalingKind::Linear { factor } if scaled => RopeScaling::Linear {
+            RopeScalingKind::None | RopeScalingKind::LongRope => RopeScaling::None,
+            RopeScalingKind::Linear { factor } => RopeScaling::Linear {
                 factor: factor as f64,
             },
-            RopeScalingKind::Yarn { .. } if scaled => {
-                return Err(invalid(
-                    keys::arch_key(self.arch.name(), keys::ROPE_SCALING_TYPE),
-                    "YaRN rope scaling is not supported yet",
-                ));
+            RopeScalingKind::Yarn {
+                factor,
+                beta_fast,
+                beta_slow,
+                ext_factor,
+                attention_factor: yarn_factor,
+            } => {
+                let factor = factor as f64;
+                attention_factor *= match yarn_factor {
+                    Some(f) => f as f64,
+                    None if factor > 1.0 => 0.1 * factor.ln() + 1.0,
+                    None => 1.0,
+                };
+                RopeScaling::Yarn {
+                    factor,
+                    original_max_position: self.rope.original_context_length as f64,
+                    beta_fast: beta_fast as f64,
+                    beta_slow: beta_slow as f64,
+                    ext_factor: ext_factor as f64,
+                }
             }
-            _ => RopeScaling::None,
         };
-        Ok(rope)
+        rope.attention_factor = attention_factor;
+        rope
     }
 }
 
@@ -394,7 +524,12 @@ fn check_range(key: &str, v: usize, max: usize) -> Result<usize> {
     Ok(v)
 }
 
-fn read_rope(md: &Metadata, arch: Arch, key_length: usize) -> Result<RopeParams> {
+fn read_rope(
+    md: &Metadata,
+    arch: Arch,
+    key_length: usize,
+    context_length: usize,
+) -> Result<RopeParams> {
     let k = |suffix: &str| keys::arch_key(arch.name(), suffix);
     let freq_base = md.opt_f64(&k(keys::ROPE_FREQ_BASE))?.unwrap_or(10_000.0) as f32;
     if !(freq_base.is_finite() && freq_base > 1.0) {
@@ -420,8 +555,16 @@ fn read_rope(md: &Metadata, arch: Arch, key_length: usize) -> Result<RopeParams>
     }
     .map(|f| f as f32);
     let kind = md.opt_str(&k(keys::ROPE_SCALING_TYPE))?;
+    let positive = |suffix: &str, default: f32| -> Result<f32> {
+        match md.opt_f64(&k(suffix))? {
+            None => Ok(default),
+            Some(v) if v.is_finite() && v > 0.0 => Ok(v as f32),
+            Some(v) => Err(invalid(k(suffix), format!("{v} must be finite and > 0"))),
+        }
+    };
     let scaling = match (kind, factor) {
         (Some("none"), _) | (None, None) => RopeScalingKind::None,
+        (Some("longrope"), _) => RopeScalingKind::LongRope,
         (_, Some(f)) if f == 0.0 || f == 1.0 => RopeScalingKind::None,
         (_, Some(f)) if !(f.is_finite() && f > 0.0) => {
             return Err(invalid(
@@ -430,10 +573,38 @@ fn read_rope(md: &Metadata, arch: Arch, key_length: usize) -> Result<RopeParams>
             ));
         }
         (Some("linear") | None, Some(factor)) => RopeScalingKind::Linear { factor },
-        (Some("yarn"), Some(factor)) => RopeScalingKind::Yarn {
-            factor,
-            original_context_length: md.opt_usize(&k(keys::ROPE_SCALING_ORIG_CTX))?.unwrap_or(0),
-        },
+        (Some("yarn"), Some(factor)) => {
+            if md
+                .opt_f64(&k(keys::ROPE_SCALING_YARN_LOG_MUL))?
+                .is_some_and(|m| m != 0.0)
+            {
+                return Err(invalid(
+                    k(keys::ROPE_SCALING_YARN_LOG_MUL),
+                    "YaRN with a log multiplier (DeepSeek's mscale_all_dim) is not supported",
+                ));
+            }
+            let ext_factor = match md.opt_f64(&k(keys::ROPE_SCALING_YARN_EXT_FACTOR))? {
+                None => 1.0,
+                Some(v) if (0.0..=1.0).contains(&v) => v as f32,
+                Some(v) => {
+                    return Err(invalid(
+                        k(keys::ROPE_SCALING_YARN_EXT_FACTOR),
+                        format!("{v} is outside 0..=1"),
+                    ));
+                }
+            };
+            let attention_factor = match md.opt_f64(&k(keys::ROPE_SCALING_YARN_ATTN_FACTOR))? {
+                None => None,
+                Some(_) => Some(positive(keys::ROPE_SCALING_YARN_ATTN_FACTOR, 1.0)?),
+            };
+            RopeScalingKind::Yarn {
+                factor,
+                beta_fast: positive(keys::ROPE_SCALING_YARN_BETA_FAST, 32.0)?,
+                beta_slow: positive(keys::ROPE_SCALING_YARN_BETA_SLOW, 1.0)?,
+                ext_factor,
+                attention_factor,
+            }
+        }
         (Some(kind @ ("linear" | "yarn")), None) => {
             return Err(invalid(
                 k(keys::ROPE_SCALING_FACTOR),
@@ -447,12 +618,28 @@ fn read_rope(md: &Metadata, arch: Arch, key_length: usize) -> Result<RopeParams>
             ));
         }
     };
+    let original_context_length = match md.opt_usize(&k(keys::ROPE_SCALING_ORIG_CTX))? {
+        Some(n) => check_range(&k(keys::ROPE_SCALING_ORIG_CTX), n, MAX_CONTEXT)?,
+        None => context_length,
+    };
+    let freq_base_sliding = match md.opt_f64(&k(keys::ROPE_FREQ_BASE_SWA))? {
+        Some(b) if b.is_finite() && b > 1.0 => Some(b as f32),
+        Some(b) => {
+            return Err(invalid(
+                k(keys::ROPE_FREQ_BASE_SWA),
+                format!("{b} is not a valid rope base"),
+            ));
+        }
+        None => arch.description().sliding_freq_base,
+    };
     Ok(RopeParams {
         freq_base,
-        freq_base_sliding: arch.description().sliding_freq_base,
+        freq_base_sliding,
         dimension_count,
         style: arch.rope_style(),
         scaling,
+        original_context_length,
+        attention_factor: positive(keys::ROPE_SCALING_ATTN_FACTOR, 1.0)?,
     })
 }
 
@@ -505,9 +692,15 @@ mod tests {
         md.set("gemma3.rope.scaling.factor", 8.0f32);
         let c = ModelConfig::from_metadata(&md).unwrap();
         assert!((0..5).all(|l| c.is_sliding_layer(l)) && !c.is_sliding_layer(5));
-        let local = c.rope_config(0).unwrap();
-        let global = c.rope_config(5).unwrap();
+        let local = c.rope_config(0);
+        let global = c.rope_config(5);
         assert_eq!((local.theta, local.scaling), (10_000.0, RopeScaling::None));
+        md.set("gemma3.rope.freq_base_swa", 20_000f32);
+        let swa = ModelConfig::from_metadata(&md)
+            .unwrap()
+            .rope_config(0)
+            .theta;
+        assert_eq!(swa, 20_000.0);
         assert_eq!(
             (global.theta, global.scaling),
             (1_000_000.0, RopeScaling::Linear { factor: 8.0 })
@@ -540,9 +733,23 @@ mod tests {
             Err(LlmError::KeyType { .. })
         ));
 
-        let e = ModelConfig::from_metadata(&base("phi3")).unwrap_err();
+        let e = ModelConfig::from_metadata(&base("falcon")).unwrap_err();
         assert!(
-            matches!(&e, LlmError::UnsupportedArch { arch } if arch == "phi3"),
+            matches!(&e, LlmError::UnsupportedArch { arch } if arch == "falcon"),
+            "{e}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "unsupported architecture `falcon` (supported: llama, qwen2, qwen3, gemma2, \
+             gemma3, phi3, granite, olmo2, smollm3)"
+        );
+
+        let mut md = base("qwen3");
+        md.set("qwen3.rope.scaling.type", "dynamic");
+        md.set("qwen3.rope.scaling.factor", 2.0f32);
+        let e = ModelConfig::from_metadata(&md).unwrap_err();
+        assert!(
+            e.to_string().contains("qwen3.rope.scaling.type") && e.to_string().contains("dynamic"),
             "{e}"
         );
 
@@ -550,5 +757,95 @@ mod tests {
         md.remove("llama.vocab_size");
         let e = ModelConfig::from_metadata(&md).unwrap_err();
         assert!(e.to_string().contains("tokenizer.ggml.tokens"), "{e}");
+    }
+
+    #[test]
+    fn yarn_reads_its_keys_and_defaults() {
+        let mut md = base("qwen3");
+        md.set("qwen3.rope.scaling.type", "yarn");
+        md.set("qwen3.rope.scaling.factor", 4.0f32);
+        md.set("qwen3.rope.scaling.original_context_length", 2048u32);
+        let c = ModelConfig::from_metadata(&md).unwrap();
+        let rope = c.rope_config(0);
+        assert_eq!(
+            rope.scaling,
+            RopeScaling::Yarn {
+                factor: 4.0,
+                original_max_position: 2048.0,
+                beta_fast: 32.0,
+                beta_slow: 1.0,
+                ext_factor: 1.0,
+            }
+        );
+        assert!((rope.attention_factor - (1.0 + 0.1 * 4f64.ln())).abs() < 1e-7);
+
+        md.set("qwen3.rope.scaling.yarn_beta_fast", 16.0f32);
+        md.set("qwen3.rope.scaling.yarn_attn_factor", 1.5f32);
+        md.set("qwen3.rope.scaling.attn_factor", 2.0f32);
+        let rope = ModelConfig::from_metadata(&md).unwrap().rope_config(0);
+        assert!(matches!(
+            rope.scaling,
+            RopeScaling::Yarn {
+                beta_fast: 16.0,
+                ..
+            }
+        ));
+        assert_eq!(rope.attention_factor, 3.0);
+
+        md.set("qwen3.rope.scaling.yarn_log_multiplier", 0.1f32);
+        let e = ModelConfig::from_metadata(&md).unwrap_err();
+        assert!(e.to_string().contains("yarn_log_multiplier"), "{e}");
+    }
+
+    #[test]
+    fn phi3_granite_olmo2_smollm3_descriptions() {
+        let mut md = base("phi3");
+        md.set("phi3.rope.dimension_count", 192u32);
+        md.set("phi3.rope.scaling.attn_factor", 1.19f32);
+        md.set("phi3.rope.scaling.original_context_length", 4096u32);
+        md.set("phi3.attention.sliding_window", 0u32);
+        let c = ModelConfig::from_metadata(&md).unwrap();
+        let rope = c.rope_config(3);
+        assert_eq!((rope.rotary_dims, rope.style), (192, RopeStyle::Neox));
+        assert_eq!(
+            (rope.scaling, rope.attention_factor),
+            (RopeScaling::None, 1.19f32 as f64)
+        );
+        assert_eq!(
+            (c.sliding_window, c.rope.original_context_length),
+            (None, 4096)
+        );
+
+        let mut md = base("granite");
+        md.set("granite.embedding_scale", 12.0f32);
+        md.set("granite.residual_scale", 0.22f32);
+        md.set("granite.logit_scale", 8.0f32);
+        md.set("granite.attention.scale", 0.0078125f32);
+        let c = ModelConfig::from_metadata(&md).unwrap();
+        assert_eq!(
+            (
+                c.embedding_scale,
+                c.residual_scale,
+                c.logit_scale,
+                c.attention_scale
+            ),
+            (Some(12.0), Some(0.22), Some(8.0), 0.0078125)
+        );
+        assert_eq!(c.rope.style, RopeStyle::Interleaved);
+        md.set("granite.residual_scale", -1.0f32);
+        let e = ModelConfig::from_metadata(&md).unwrap_err();
+        assert!(e.to_string().contains("granite.residual_scale"), "{e}");
+
+        let c = ModelConfig::from_metadata(&base("olmo2")).unwrap();
+        let d = c.arch.description();
+        assert_eq!((d.pre_norms, d.qk_norm), (false, QkNormWidth::Full));
+        assert_eq!(c.embedding_scale, None);
+
+        let c = ModelConfig::from_metadata(&base("smollm3")).unwrap();
+        let roped: Vec<bool> = (0..8).map(|l| c.uses_rope(l)).collect();
+        assert_eq!(roped, [true, true, true, false, true, true, true, false]);
+        let c = ModelConfig::from_metadata(&base("gemma2")).unwrap();
+        assert_eq!(c.embedding_scale, Some((2304f32).sqrt()));
+        assert!((0..8).all(|l| c.uses_rope(l)));
     }
 }

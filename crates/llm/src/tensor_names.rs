@@ -14,6 +14,10 @@ pub enum GlobalTensor {
     Output,
     /// `rope_freqs`: per-pair frequency factors (Llama 3.1 rope scaling).
     RopeFreqs,
+    /// `rope_factors_long`: LongRoPE's per-pair factors past the original context.
+    RopeFactorsLong,
+    /// `rope_factors_short`: LongRoPE's per-pair factors within the original context.
+    RopeFactorsShort,
 }
 
 /// A tensor that appears once per transformer block.
@@ -51,11 +55,13 @@ pub enum BlockTensor {
 
 impl GlobalTensor {
     /// Every global tensor.
-    pub const ALL: [GlobalTensor; 4] = [
+    pub const ALL: [GlobalTensor; 6] = [
         GlobalTensor::TokenEmbd,
         GlobalTensor::OutputNorm,
         GlobalTensor::Output,
         GlobalTensor::RopeFreqs,
+        GlobalTensor::RopeFactorsLong,
+        GlobalTensor::RopeFactorsShort,
     ];
 
     /// The name stem (`token_embd`).
@@ -65,6 +71,8 @@ impl GlobalTensor {
             GlobalTensor::OutputNorm => "output_norm",
             GlobalTensor::Output => "output",
             GlobalTensor::RopeFreqs => "rope_freqs",
+            GlobalTensor::RopeFactorsLong => "rope_factors_long",
+            GlobalTensor::RopeFactorsShort => "rope_factors_short",
         }
     }
 }

@@ -84,3 +84,41 @@ fn quantize_a_tiny_model() {
     assert!(info.contains("file type:      q4_k_m (15)"), "{info}");
     assert!(!d.join("q.gguf.partial").exists());
 }
+
+#[test]
+fn quantize_a_tiny_model_to_iq4_xs_and_run_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let bytes = write_random_model(&RandomModelSpec::llama(ModelShape::TINY), Vec::new()).unwrap();
+    std::fs::write(d.join("f32.gguf"), bytes).unwrap();
+    let out = ok(
+        d,
+        &[
+            "quantize", "-m", "f32.gguf", "-o", "q.gguf", "--type", "iq4_xs",
+        ],
+    );
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("wrote q.gguf: 16 of 21 tensors converted to iq4_xs"),
+        "{stderr}"
+    );
+    let q = ModelFile::open(d.join("q.gguf")).unwrap();
+    // llama.cpp's mix: the output in Q6_K, the first eighth of ffn_down in Q5_K (none of
+    // two layers), attn_v in IQ4_XS as the tiny model's GQA is 2.
+    assert_eq!(q.tensor_info("output.weight").unwrap().dtype(), DType::Q6K);
+    for name in [
+        "blk.0.ffn_down.weight",
+        "blk.1.attn_v.weight",
+        "token_embd.weight",
+    ] {
+        assert_eq!(q.tensor_info(name).unwrap().dtype(), DType::IQ4XS, "{name}");
+    }
+    let info = String::from_utf8(ok(d, &["info", "-m", "q.gguf"]).stdout).unwrap();
+    assert!(info.contains("file type:      iq4_xs (30)"), "{info}");
+    assert!(info.contains("iq4_xs 15 ("), "{info}");
+    let run = ok(
+        d,
+        &["run", "-m", "q.gguf", "-p", "a b", "-n", "4", "--seed", "1"],
+    );
+    assert!(run.status.success());
+}

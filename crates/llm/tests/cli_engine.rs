@@ -3,25 +3,13 @@
 //! input, and the same generated text at any thread count.
 #![cfg(feature = "cli")]
 
-use std::path::{Path, PathBuf};
-
 use tempra_llm::engine::{LoadOptions, Model, logits_slice};
 use tempra_llm::quantize::QuantType;
 use tempra_llm::testing::{ModelShape, RandomModelSpec, shared_file, write_random_model};
 use tempra_tensor::DType;
 
 mod cli_helpers;
-use cli_helpers::{fails, ok, succeeds};
-
-/// A small random llama model (vocabulary 300) in `dir`.
-fn random_model_file(dir: &Path) -> PathBuf {
-    let shape = ModelShape::parse("dim=64,layers=2,heads=4,kv_heads=2,ffn=128,vocab=300").unwrap();
-    let bytes =
-        write_random_model(&RandomModelSpec::llama(shape).with_seed(5), Vec::new()).unwrap();
-    let path = dir.join("model.gguf");
-    std::fs::write(&path, bytes).unwrap();
-    path
-}
+use cli_helpers::{fails, ok, random_model_file, succeeds};
 
 fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text)
@@ -100,6 +88,21 @@ fn logits_prints_one_json_object_equal_to_the_library_logits() {
             "{got} vs {want}"
         );
     }
+
+    // A quantized cache stores heads in whole blocks of 32 values; these hold 16.
+    fails(
+        dir.path(),
+        &[
+            "logits",
+            "-m",
+            "model.gguf",
+            "--tokens",
+            "1",
+            "--kv-type-k",
+            "q8_0",
+        ],
+        "--kv-type-k q8_0: stores blocks of 32 values, and this model's heads hold 16",
+    );
 
     // --prompt adds the model's BOS.
     let value = json(&succeeds(
@@ -411,6 +414,79 @@ fn bad_input_is_one_error_line() {
     );
 }
 
+/// `tempra bench --json-schema`: decode sampled freely and held to the schema, the mask
+/// counts, and every output closed within the budget (the last token ends the output).
+#[test]
+fn bench_with_a_schema_reports_the_grammar_cost() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    random_model_file(d);
+    std::fs::write(
+        d.join("schema.json"),
+        r#"{"type": "object", "properties": {"n": {"type": "integer"}, "ok": {"type": "boolean"}}, "required": ["n", "ok"], "additionalProperties": false}"#,
+    )
+    .unwrap();
+    let args = [
+        "bench",
+        "-m",
+        "model.gguf",
+        "-p",
+        "0",
+        "-r",
+        "2",
+        "--json-schema",
+        "schema.json",
+        "--seed",
+        "3",
+    ];
+    let value = json(&succeeds(d, &[&args[..], &["-n", "24", "--json"]].concat()));
+    for key in [
+        "sampled_tok_s",
+        "constrained_tok_s",
+        "choose_us_sampled",
+        "choose_us_constrained",
+        "mask_us_mean",
+    ] {
+        assert!(
+            value[key]
+                .as_f64()
+                .is_some_and(|v| v.is_finite() && v > 0.0),
+            "{key}: {value}"
+        );
+    }
+    assert!(
+        value["constrained_slowdown_percent"]
+            .as_f64()
+            .is_some_and(f64::is_finite)
+    );
+    let masks = value["masks_computed"].as_u64().unwrap() + value["masks_cached"].as_u64().unwrap();
+    assert!(masks > 0, "{value}");
+    // Two timed runs, each closing at least the output its 24-token budget held.
+    assert!(
+        value["constrained_outputs"].as_u64().unwrap() >= 2,
+        "{value}"
+    );
+
+    let table = succeeds(d, &[&args[..], &["-n", "24"]].concat());
+    assert!(
+        table.contains("| tg24 sampled |") && table.contains("| tg24 +grammar |"),
+        "{table}"
+    );
+    assert!(
+        table.contains("grammar: ") && table.contains("masks computed"),
+        "{table}"
+    );
+    // The shortest output ({"n":0,"ok":true} and the end token) does not fit 4 tokens.
+    fails(
+        d,
+        &[&args[..], &["-n", "4"]].concat(),
+        "the shortest output the grammar allows",
+    );
+    let mut prompt_only = args.to_vec();
+    prompt_only[4] = "8";
+    fails(d, &[&prompt_only[..], &["-n", "0"]].concat(), "give -n");
+}
+
 #[test]
 fn help_texts() {
     let dir = tempfile::tempdir().unwrap();
@@ -490,4 +566,125 @@ fn run_generates_the_same_text_at_one_two_and_three_threads() {
     }
     // The seed really drives the sampling: not the greedy text.
     assert_ne!(texts[0], texts[1], "the sampled text is the greedy one");
+}
+
+/// `tempra run --json-schema` and `--grammar`: the generated text is JSON the schema
+/// accepts (or a string of the grammar) however short `-n` is, as long as it fits the
+/// shortest output; bad grammars and schemas are one error line naming where.
+#[test]
+fn run_holds_the_output_to_a_json_schema_or_a_grammar() {
+    let dir = tempfile::tempdir().unwrap();
+    random_model_file(dir.path());
+    let schema = r#"{"type": "object", "properties": {"name": {"type": "string"}, "n": {"type": "integer", "minimum": 0, "maximum": 9}, "ok": {"type": "boolean"}}, "required": ["name", "n", "ok"], "additionalProperties": false}"#;
+    std::fs::write(dir.path().join("schema.json"), schema).unwrap();
+    for (n, seed) in [("40", "1"), ("28", "2"), ("200", "3")] {
+        let stdout = succeeds(
+            dir.path(),
+            &[
+                "run",
+                "-m",
+                "model.gguf",
+                "-p",
+                "x",
+                "-n",
+                n,
+                "--seed",
+                seed,
+                "--temp",
+                "1.5",
+                "--json-schema",
+                "schema.json",
+            ],
+        );
+        let generated = stdout.strip_prefix('x').unwrap().trim_end_matches('\n');
+        let value: serde_json::Value = serde_json::from_str(generated)
+            .unwrap_or_else(|e| panic!("-n {n}: {e}: {generated:?}"));
+        assert!(
+            value["name"].is_string() && value["ok"].is_boolean(),
+            "{value}"
+        );
+        assert!(value["n"].as_u64().is_some_and(|v| v <= 9), "{value}");
+        assert_eq!(value.as_object().unwrap().len(), 3, "{value}");
+    }
+    fails(
+        dir.path(),
+        &[
+            "run",
+            "-m",
+            "model.gguf",
+            "-p",
+            "x",
+            "-n",
+            "10",
+            "--json-schema",
+            "schema.json",
+        ],
+        "the shortest output the grammar allows takes",
+    );
+    std::fs::write(
+        dir.path().join("g.gbnf"),
+        "root ::= (\"ab\" | [0-9]+) \"!\"\n",
+    )
+    .unwrap();
+    let stdout = succeeds(
+        dir.path(),
+        &[
+            "run",
+            "-m",
+            "model.gguf",
+            "-p",
+            "x",
+            "-n",
+            "12",
+            "--grammar",
+            "g.gbnf",
+            "--seed",
+            "4",
+        ],
+    );
+    let generated = stdout.strip_prefix('x').unwrap().trim_end_matches('\n');
+    assert!(
+        generated == "ab!"
+            || (generated.ends_with('!')
+                && generated[..generated.len() - 1]
+                    .bytes()
+                    .all(|b| b.is_ascii_digit())),
+        "{generated:?}"
+    );
+    std::fs::write(
+        dir.path().join("bad.gbnf"),
+        "root ::= \"a\"\nitem ::= [a-\n",
+    )
+    .unwrap();
+    fails(
+        dir.path(),
+        &[
+            "run",
+            "-m",
+            "model.gguf",
+            "-p",
+            "x",
+            "--grammar",
+            "bad.gbnf",
+        ],
+        "grammar line 2, column 11",
+    );
+    std::fs::write(
+        dir.path().join("bad.json"),
+        r#"{"type": "string", "format": "date", "not": {}}"#,
+    )
+    .unwrap();
+    fails(
+        dir.path(),
+        &[
+            "run",
+            "-m",
+            "model.gguf",
+            "-p",
+            "x",
+            "--json-schema",
+            "bad.json",
+        ],
+        "JSON schema at `#/not`",
+    );
 }

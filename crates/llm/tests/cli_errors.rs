@@ -35,11 +35,11 @@ fn bad_files() {
     std::fs::write(d.join("dtype.gguf"), &bad_dtype).unwrap();
 
     let mut md = Metadata::new();
-    md.set("general.architecture", "phi3");
+    md.set("general.architecture", "mamba");
     let spec = TensorSpec::new("token_embd.weight", Shape::new(&[4]).unwrap(), DType::F32);
     let mut w = GgufWriter::new(Vec::new(), &md, vec![spec]).unwrap();
     w.write_data(&[0; 16]).unwrap();
-    std::fs::write(d.join("phi3.gguf"), w.finish().unwrap()).unwrap();
+    std::fs::write(d.join("mamba.gguf"), w.finish().unwrap()).unwrap();
 
     fails(
         d,
@@ -59,8 +59,9 @@ fn bad_files() {
     );
     fails(
         d,
-        &["info", "-m", "phi3.gguf"],
-        "unsupported architecture `phi3`",
+        &["info", "-m", "mamba.gguf"],
+        "unsupported architecture `mamba` (supported: llama, qwen2, qwen3, gemma2, gemma3, \
+         phi3, granite, olmo2, smollm3)",
     );
     fails(d, &["info", "-m", "."], "not a regular file");
     fails(

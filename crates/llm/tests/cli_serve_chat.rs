@@ -142,7 +142,7 @@ fn serve_answers_on_an_ephemeral_port() {
     assert!(line.contains("2 slots"), "{line}");
     let mut stream = TcpStream::connect(&addr).unwrap();
     stream
-        .write_all(b"GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .write_all(b"GET /v1/models HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
         .unwrap();
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
@@ -179,7 +179,7 @@ fn serve_refuses_slots_that_do_not_fit_with_the_arithmetic() {
     assert_eq!(lines.len(), 1, "{stderr}");
     // 2 layers x 256 positions x 2 KV heads x (16 + 16) values x 2 bytes = 65536 B a slot.
     assert!(
-        lines[0].contains("not enough memory for 1000000000 KV slots: 1000000000 x 65536 B (context 256 positions)"),
+        lines[0].contains("not enough memory for 1000000000 KV slots: 1000000000 x 65536 B (context 256 positions of 256 B)"),
         "{stderr}"
     );
 }

@@ -2,62 +2,22 @@
 //! golden vocabularies (tests/data/tokenizer), and on llama2.c's tok512.bin.
 #![cfg(feature = "cli")]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 use tempra_llm::gguf::{GgufWriter, Metadata};
-use tempra_llm::tokenizer::{
-    PreTokenizer, SpecialTokens, TokenType, TokenizerModel, VocabParts, Vocabulary,
-};
+use tempra_llm::tokenizer::Vocabulary;
 
 mod cli_helpers;
+mod golden_vocab;
 use cli_helpers::{fails, stdout_of, tempra};
+use golden_vocab::{load_json as golden, parts_from_json};
 
-fn golden(name: &str) -> Value {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/tokenizer")
-        .join(name);
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-/// Writes the golden file's vocabulary as a vocabulary-only GGUF.
+/// Writes the golden file's vocabulary as a vocabulary-only GGUF (without the file's
+/// add-EOS flag, as these cases were made).
 fn write_vocab_gguf(g: &Value, path: &Path) {
-    let model = TokenizerModel::from_gguf_name(g["model"].as_str().unwrap()).unwrap();
-    let tokens = g["tokens"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t.as_str().unwrap().as_bytes().to_vec())
-        .collect();
-    let mut parts = VocabParts::new(model, tokens);
-    parts.pre = PreTokenizer::from_gguf_name(g["pre"].as_str().unwrap()).unwrap();
-    parts.scores = g["scores"]
-        .as_array()
-        .map(|a| a.iter().map(|s| s.as_f64().unwrap() as f32).collect());
-    parts.token_types = Some(
-        g["types"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| TokenType::from_i32(t.as_i64().unwrap() as i32).unwrap())
-            .collect(),
-    );
-    parts.merges = g["merges"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m.as_str().unwrap().as_bytes().to_vec())
-        .collect();
-    let id = |k: &str| g[k].as_u64().map(|x| x as u32);
-    parts.special = SpecialTokens {
-        bos: id("bos"),
-        eos: id("eos"),
-        unk: id("unk"),
-        ..Default::default()
-    };
-    parts.add_bos = g["add_bos"].as_bool().unwrap();
-    parts.add_space_prefix = g["add_space_prefix"].as_bool().unwrap();
-    parts.ignore_merges = g["ignore_merges"].as_bool().unwrap();
+    let mut parts = parts_from_json(g);
+    parts.add_eos = false;
     let vocab = Vocabulary::from_parts(parts).unwrap();
     let mut md = Metadata::new();
     vocab.write_gguf_metadata(&mut md);
@@ -293,5 +253,57 @@ fn llama2c_tokenizer_file() {
             &["detokenize", "-m", tok, "--ids", "1,403,407,261,378"]
         )),
         "Once upon a time"
+    );
+}
+
+/// A WordPiece (`bert`) vocabulary-only GGUF: `[CLS] … [SEP]` framing, normalization,
+/// `[UNK]`, detokenization with the space clean-up; one without `[UNK]` is an error.
+#[test]
+fn word_piece_vocabulary() {
+    use tempra_llm::gguf::{Array, TokenType};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let write = |name: &str, unk: bool| {
+        let mut md = Metadata::new();
+        md.set("tokenizer.ggml.model", "bert");
+        let tokens = [
+            "[PAD]", "[UNK]", "[CLS]", "[SEP]", "▁hello", "▁,", "▁world", "s", "▁!",
+        ];
+        md.set(
+            "tokenizer.ggml.tokens",
+            Array::String(tokens.iter().map(|t| t.as_bytes().to_vec()).collect()),
+        );
+        let mut types = vec![TokenType::Normal.as_i32(); tokens.len()];
+        types[..4].fill(TokenType::Control.as_i32());
+        md.set("tokenizer.ggml.token_type", Array::I32(types));
+        if unk {
+            md.set("tokenizer.ggml.unknown_token_id", 1u32);
+        }
+        md.set("tokenizer.ggml.cls_token_id", 2u32);
+        md.set("tokenizer.ggml.seperator_token_id", 3u32);
+        let bytes = GgufWriter::new(Vec::new(), &md, Vec::new())
+            .unwrap()
+            .finish()
+            .unwrap();
+        std::fs::write(d.join(name), bytes).unwrap();
+    };
+    write("bert.gguf", true);
+    write("no-unk.gguf", false);
+    let tokenize = |args: &[&str]| {
+        let mut all = vec!["tokenize", "-m", "bert.gguf"];
+        all.extend_from_slice(args);
+        stdout_of(tempra(d, &all))
+    };
+    assert_eq!(tokenize(&["-p", "Hello,  WORLDS!"]), "2 4 5 6 7 8 3\n");
+    assert_eq!(tokenize(&["-p", "héllo wörld?", "--no-special"]), "4 6 1\n");
+    let back = stdout_of(tempra(
+        d,
+        &["detokenize", "-m", "bert.gguf", "--ids", "2,4,5,6,7,8,3"],
+    ));
+    assert_eq!(back, "hello, worlds!");
+    fails(
+        d,
+        &["tokenize", "-m", "no-unk.gguf", "-p", "x"],
+        "needs an unknown token ([UNK])",
     );
 }

@@ -171,13 +171,19 @@ fn hf_case(name: &str) -> (Vec<u32>, usize, Vec<f32>) {
     (tokens, vocab, logits)
 }
 
-const NAMES: [&str; 6] = ["llama", "llama3", "qwen2", "qwen3", "gemma2", "gemma3"];
+/// Every case of `references.json`: one per architecture (and rope scaling).
+fn names() -> Vec<String> {
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(hf_dir().join("references.json")).unwrap()).unwrap();
+    json["cases"].as_object().unwrap().keys().cloned().collect()
+}
 
 #[test]
 fn every_architecture_matches_the_cpu_engine() {
     for kv_type in [DType::F32, DType::F16] {
         let tolerance = if kv_type == DType::F32 { 1e-4 } else { 2e-3 };
-        for name in NAMES {
+        for name in names() {
+            let name = name.as_str();
             let (tokens, vocab, reference) = hf_case(name);
             let path = hf_dir().join(format!("{name}.gguf"));
             let Some(gpu) = load(&path, None, BackendKind::Gpu, kv_type, None) else {
@@ -207,6 +213,40 @@ fn every_architecture_matches_the_cpu_engine() {
             check_no_allocation_no_fallback(&gpu, &what);
         }
     }
+}
+
+/// A quantized KV cache on the GPU: its writes and attention are handed to the host
+/// (no shader reads the blocks), counted per op; the logits stay within the quantized
+/// cache's own error of the CPU engine's with the same cache (the GPU's keys differ from
+/// the CPU's in the last bits, so a key can round to the neighbouring level).
+#[test]
+fn quantized_kv_caches_run_with_counted_hand_offs() {
+    let name = "qwen3_yarn";
+    let (tokens, vocab, _) = hf_case(name);
+    let path = hf_dir().join(format!("{name}.gguf"));
+    let Some(gpu) = load(&path, None, BackendKind::Gpu, DType::Q8_0, None) else {
+        return;
+    };
+    let cpu = load(&path, None, BackendKind::Cpu, DType::Q8_0, None).unwrap();
+    let (g_all, g_dec) = prefill_and_decode(&gpu, &tokens);
+    let (c_all, c_dec) = prefill_and_decode(&cpu, &tokens);
+    let d_all = compare("q8_0 prefill", &g_all, &c_all, vocab);
+    let d_dec = compare("q8_0 decode", &g_dec, &c_dec, vocab);
+    eprintln!("{name} kv q8_0: max |gpu - cpu| prefill {d_all:.2e}, decode {d_dec:.2e}");
+    assert!(d_all <= 5e-2 && d_dec <= 5e-2, "{name} kv q8_0");
+    let backend = gpu.executor().gpu_backend().expect("a GPU model");
+    let handoffs = tempra_tensor::Backend::handoffs(backend);
+    let count = |op: &str| handoffs.get(op).copied().unwrap_or(0);
+    // Every layer's cache write (keys and values) and attention, every step.
+    let layers = gpu.config().block_count as u64;
+    assert!(
+        count("attention") >= layers * (1 + tokens.len() as u64),
+        "{handoffs:?}"
+    );
+    assert!(
+        count("copy") >= 2 * layers * (1 + tokens.len() as u64),
+        "{handoffs:?}"
+    );
 }
 
 #[test]

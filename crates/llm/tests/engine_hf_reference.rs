@@ -2,11 +2,16 @@
 //! models (`tests/data/hf`, made by `make_references.py` there with llama.cpp's
 //! `convert_hf_to_gguf.py`): within 1e-4 with an f32 KV cache and 5e-3 with the f16 one,
 //! the same top-1 token at every position, for a whole-sequence prefill and for decoding
-//! one token at a time.
+//! one token at a time. The YaRN (`qwen3_yarn`) and LongRoPE (`phi3`) cases run to 4x
+//! their original context of 8; LongRoPE's short factors are checked within it, and the
+//! F32 files of the later architectures once more as Q8_0 files.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+mod quantized_reference;
+
+use quantized_reference::{dequantized_reference, errors, flip_margin};
 use tempra_llm::engine::{BackendKind, LoadOptions, Model, logits_slice};
 use tempra_tensor::DType;
 
@@ -162,14 +167,20 @@ fn check(name: &str, backend: BackendKind, kv_type: DType, tolerance: f32) -> Re
 
 /// Checks every architecture, reporting all that fail.
 fn check_all(backend: BackendKind, kv_type: DType, tolerance: f32) {
-    let failures: Vec<String> = NAMES
+    let failures: Vec<String> = names()
         .iter()
         .filter_map(|name| check(name, backend, kv_type, tolerance).err())
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-const NAMES: [&str; 6] = ["llama", "llama3", "qwen2", "qwen3", "gemma2", "gemma3"];
+/// Every case of `references.json`: one per architecture (and rope scaling).
+fn names() -> Vec<String> {
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(data_dir().join("references.json")).unwrap())
+            .unwrap();
+    json["cases"].as_object().unwrap().keys().cloned().collect()
+}
 
 #[test]
 fn every_architecture_matches_transformers_with_an_f32_cache() {
@@ -189,7 +200,8 @@ fn the_reference_backend_matches_transformers() {
 /// The references are not degenerate: logits spread and top-1 tokens vary.
 #[test]
 fn references_are_not_flat() {
-    for name in NAMES {
+    for name in names() {
+        let name = name.as_str();
         let case = case(name);
         let tops: std::collections::HashSet<usize> =
             case.logits.chunks_exact(case.vocab).map(argmax).collect();
@@ -203,4 +215,105 @@ fn references_are_not_flat() {
             case.logits.iter().map(|v| (v - mean).powi(2)).sum::<f32>() / case.logits.len() as f32;
         assert!(var.sqrt() > 1.0, "{name}: logit std {}", var.sqrt());
     }
+}
+
+/// LongRoPE picks its factors by the session's context, as llama.cpp does: a context
+/// within the original 8 positions takes the short factors, which transformers uses for a
+/// sequence that short; the model's own context (32) takes the long ones, which differ.
+#[test]
+fn phi3_takes_the_short_factors_within_the_original_context() {
+    let case = case("phi3");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(data_dir().join("references.json")).unwrap())
+            .unwrap();
+    let short = json["cases"]["phi3"]["short_tokens"].as_u64().unwrap() as usize;
+    let bytes = std::fs::read(data_dir().join("phi3.logits_short.bin")).unwrap();
+    let want: Vec<f32> = bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    let rows = |context_length: usize| -> Vec<Vec<f32>> {
+        let options = LoadOptions {
+            kv_type: DType::F32,
+            context_length: Some(context_length),
+            threads: Some(2),
+            ..LoadOptions::default()
+        };
+        let model = Model::load(&case.gguf, &options).unwrap();
+        let mut session = model.session().unwrap();
+        let all = session.logits_all(&case.tokens[..short]).unwrap();
+        logits_slice(&all)
+            .unwrap()
+            .chunks_exact(case.vocab)
+            .map(<[f32]>::to_vec)
+            .collect()
+    };
+    let max = compare(&case, &want, "short context", &rows(short), 1e-4).unwrap();
+    eprintln!("phi3 short factors: max |diff| {max:.2e}");
+    let long = compare(&case, &want, "long context", &rows(32), 1e-3);
+    assert!(
+        long.is_err(),
+        "the long factors gave the short logits: {long:?}"
+    );
+}
+
+/// The architectures added with F32 weights, quantized to Q8_0 by `tempra quantize`,
+/// against the same model on the exactly dequantized weights through the f32 path (the
+/// one the tests above hold to transformers), as `engine_quantized` checks llama: NMSE
+/// ≤ 5e-4 over the logits, and the same top-1 token wherever the reference's leads its
+/// runner-up by more than six standard deviations of that error. (Against transformers
+/// itself the Q8_0 weights' own rounding adds to it: 1e-4 to 6e-4 on these models.)
+#[test]
+fn q8_0_files_of_the_new_architectures_stay_within_the_quantized_budget() {
+    const MAX_NMSE: f64 = 5e-4;
+    let mut failures = Vec::new();
+    for name in ["phi3", "granite", "olmo2", "smollm3", "qwen3_yarn"] {
+        let case = case(name);
+        let file = tempra_llm::model_file::ModelFile::load(&case.gguf, None).unwrap();
+        let mut bytes = Vec::new();
+        tempra_llm::quantize::quantize_model(
+            &file,
+            tempra_llm::quantize::QuantType::Q8_0,
+            &mut bytes,
+            &mut |_, _| {},
+        )
+        .unwrap();
+        let limits = tempra_llm::gguf::Limits::default();
+        let q8 =
+            tempra_llm::model_file::ModelFile::from_gguf_bytes(Arc::new(bytes), &limits).unwrap();
+        let options = LoadOptions {
+            kv_type: DType::F32,
+            threads: Some(2),
+            ..LoadOptions::default()
+        };
+        let model = Model::from_file(q8, &options).unwrap();
+        assert_eq!(
+            model.weights().layers[0].down.tensor().dtype(),
+            DType::Q8_0,
+            "{name}"
+        );
+        let mut session = model.session().unwrap();
+        let prefill = logits_slice(&session.logits_all(&case.tokens).unwrap())
+            .unwrap()
+            .to_vec();
+        session.reset();
+        let mut decode = Vec::new();
+        for &t in &case.tokens {
+            decode.extend_from_slice(logits_slice(&session.step(t).unwrap()).unwrap());
+        }
+        let reference = dequantized_reference(&model, &case.tokens);
+        let (_, vs_transformers, _) = errors(&prefill, &case.logits, case.vocab, 0.0);
+        eprintln!("{name} q8_0 against transformers: nmse {vs_transformers:.2e}");
+        let margin = flip_margin(&reference, MAX_NMSE);
+        for (what, got) in [("prefill", &prefill), ("decode", &decode)] {
+            let (_, nmse, flips) = errors(got, &reference, case.vocab, margin);
+            eprintln!("{name} q8_0 {what}: nmse {nmse:.2e}, top-1 margin {margin:.3}");
+            if nmse > MAX_NMSE || !flips.is_empty() {
+                failures.push(format!(
+                    "{name} q8_0 {what}: nmse {nmse:.2e}, top-1 differs at {flips:?}"
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -2,68 +2,35 @@
 //! (the same model with every block-quantized tensor replaced by its f32 dequantization,
 //! run through the f32 path that `engine_hf_reference` checks against transformers).
 //!
-//! Prefill of many rows dequantizes the weights into the f32 GEMM, so it must agree to
-//! f32 rounding; except Q4_0 and Q4_K in the CPU's row-interleaved layouts, whose
-//! prefill runs the integer products too and is held to the decode budget. Decode uses integer dot products on activations quantized to Q8 (as
-//! llama.cpp does: Q8_0 blocks of 32 for Q4_0/Q8_0 weights, Q8_K blocks of 256 for
-//! K-quants), whose error is bounded as llama.cpp's `test-backend-ops` bounds one quantized
+//! Prefill and decode run the same integer dot products (the CPU's default is
+//! row-invariant) on activations quantized to Q8 (as llama.cpp does: Q8_0 blocks of 32
+//! for Q4_0/Q8_0/IQ4_NL weights, Q8_K blocks of 256 for the K-quants, the other I-quants
+//! and the ternary formats), whose error is bounded as llama.cpp's `test-backend-ops` bounds one quantized
 //! matmul: normalized mean squared error (Σ(a−b)² / Σb²) at most 5e-4, here over the whole
 //! model's logits; 1.5e-3 with Q8_K activations (one scale per 256 values, so coarser;
 //! measured 3.8e-4 for Q8_0/Q4_0 and 7.2e-4 for Q4_K_M on this model). And the same top-1
 //! token wherever the reference's top-1 leads the runner-up by more than six standard
 //! deviations of the error that bound allows (6·√nmse·rms(logits)).
 
-use tempra_autograd::{Var, no_grad};
-use tempra_llm::engine::{LoadOptions, LogitRows, Model, forward, logits_slice};
+mod quantized_reference;
+
+use quantized_reference::{dequantized_reference, errors, flip_margin};
+use tempra_llm::engine::{LoadOptions, Model, logits_slice};
 use tempra_llm::quantize::QuantType;
 use tempra_llm::testing::{ModelShape, RandomModelSpec, random_model};
 use tempra_tensor::DType;
-
-/// (max |diff|, NMSE, positions whose top-1 differs while the reference's leads by more
-/// than `margin`).
-fn errors(got: &[f32], want: &[f32], vocab: usize, margin: f32) -> (f32, f64, Vec<usize>) {
-    let max = got
-        .iter()
-        .zip(want)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0f32, f32::max);
-    let num: f64 = got
-        .iter()
-        .zip(want)
-        .map(|(a, b)| f64::from(a - b).powi(2))
-        .sum();
-    let den: f64 = want.iter().map(|b| f64::from(*b).powi(2)).sum();
-    let mut flips = Vec::new();
-    for (p, (g, w)) in got
-        .chunks_exact(vocab)
-        .zip(want.chunks_exact(vocab))
-        .enumerate()
-    {
-        let argmax = |r: &[f32]| {
-            r.iter().enumerate().fold(
-                (0, f32::NEG_INFINITY),
-                |b, (i, &v)| if v > b.1 { (i, v) } else { b },
-            )
-        };
-        let (top, best) = argmax(w);
-        let runner_up = w
-            .iter()
-            .enumerate()
-            .filter(|&(i, _)| i != top)
-            .map(|(_, &v)| v)
-            .fold(f32::NEG_INFINITY, f32::max);
-        if argmax(g).0 != top && best - runner_up > margin {
-            flips.push(p);
-        }
-    }
-    (max, num / den, flips)
-}
+use tempra_tensor::quant::{I_QUANTS, vec_dot_dtype};
 
 fn check(qtype: QuantType, max_nmse: f64) {
     let spec = RandomModelSpec::llama(ModelShape::TINY)
         .with_qtype(qtype)
         .with_seed(11);
-    let file = random_model(&spec).unwrap();
+    check_spec(&spec, &qtype.to_string(), max_nmse);
+}
+
+/// The model of `spec`, named `qtype` in messages, against its dequantized reference.
+fn check_spec(spec: &RandomModelSpec, qtype: &str, max_nmse: f64) {
+    let file = random_model(spec).unwrap();
     let options = LoadOptions {
         kv_type: DType::F32,
         threads: Some(2),
@@ -80,66 +47,46 @@ fn check(qtype: QuantType, max_nmse: f64) {
         && std::env::var_os("TEMPRA_CPU_ISA").is_none()
     {
         let layer = &model.forward_weights().layers[0];
-        let want = match qtype {
-            QuantType::Q4_0 => Some(DType::Q4_0R8),
-            QuantType::Q8_0 => Some(DType::Q8_0R8),
-            QuantType::Q4KM => Some(DType::Q4KR8),
-            QuantType::Q5KM => Some(DType::Q5KR8),
+        let layout = |t: &tempra_tensor::Tensor| t.storage().prepared().map(|p| p.layout_name());
+        let want = match (spec.weight_dtype, spec.qtype) {
+            (Some(_), _) => None,
+            (None, QuantType::Q4_0) => Some("q4_0_r8"),
+            (None, QuantType::Q8_0) => Some("q8_0_r8"),
+            (None, QuantType::Q4KM) => Some("q4_K_r8"),
+            (None, QuantType::Q5KM) => Some("q5_K_r8"),
             _ => None,
         };
         if let Some(want) = want {
-            assert_eq!(layer.gate.tensor().dtype(), want, "{qtype}");
+            assert_eq!(layout(layer.gate.tensor()), Some(want), "{qtype}");
             assert_eq!(
+                layer.gate.tensor().dtype(),
                 model.weights().layers[0].gate.tensor().dtype(),
-                want.base_format()
+                "{qtype}: a prepared weight keeps the file's dtype"
             );
         }
         // Every Q6_K matrix `linear` reads (Q4_K_M's down projections of some layers,
-        // its output head) runs as Q6KR8.
+        // its output head) runs as q6_K_r8.
         let originals = model.weights().layers.iter().map(|l| &l.down);
         let prepared = model.forward_weights().layers.iter().map(|l| &l.down);
         let mut q6_k = 0;
         for (prepared, original) in prepared.zip(originals) {
             if original.tensor().dtype() == DType::Q6K {
-                assert_eq!(prepared.tensor().dtype(), DType::Q6KR8, "{qtype}");
+                assert_eq!(layout(prepared.tensor()), Some("q6_K_r8"), "{qtype}");
                 q6_k += 1;
             }
         }
         // Q4_K_M and Q5_K_M give the last layer's down projection Q6_K (llama.cpp's mix).
         assert!(
-            !matches!(qtype, QuantType::Q4KM | QuantType::Q5KM) || q6_k > 0,
+            !matches!(spec.qtype, QuantType::Q4KM | QuantType::Q5KM)
+                || spec.weight_dtype.is_some()
+                || q6_k > 0,
             "no Q6_K down projection"
         );
     }
     let vocab = model.config().vocab_size;
     let tokens: Vec<u32> = (0..40u32).map(|i| (i * 97 + 5) % vocab as u32).collect();
 
-    let ag = model.autograd();
-    let dequantized = model
-        .weights()
-        .map(|v| {
-            let t = v.tensor();
-            Ok(if t.dtype().is_quantized() {
-                Var::constant(ag.ctx().cast(t, DType::F32)?)
-            } else {
-                v.clone()
-            })
-        })
-        .unwrap();
-    let reference = {
-        let _guard = no_grad();
-        forward(
-            ag,
-            model.config(),
-            &dequantized,
-            &tokens,
-            None,
-            LogitRows::All,
-        )
-        .unwrap()
-        .into_tensor()
-    };
-    let reference = logits_slice(&reference).unwrap().to_vec();
+    let reference = dequantized_reference(&model, &tokens);
 
     let mut session = model.session().unwrap();
     let prefill = logits_slice(&session.logits_all(&tokens).unwrap())
@@ -151,36 +98,19 @@ fn check(qtype: QuantType, max_nmse: f64) {
         decode.extend_from_slice(logits_slice(&session.step(t).unwrap()).unwrap());
     }
 
-    let rms = (reference.iter().map(|v| f64::from(*v).powi(2)).sum::<f64>()
-        / reference.len() as f64)
-        .sqrt();
-    let margin = (6.0 * max_nmse.sqrt() * rms) as f32;
+    let margin = flip_margin(&reference, max_nmse);
     let (p_max, p_nmse, p_flips) = errors(&prefill, &reference, vocab, margin);
     let (d_max, d_nmse, d_flips) = errors(&decode, &reference, vocab, margin);
     eprintln!(
         "{qtype}: prefill max |diff| {p_max:.2e} nmse {p_nmse:.2e}; decode max |diff| {d_max:.2e} nmse {d_nmse:.2e} \
-         (logit rms {rms:.3}, top-1 margin {margin:.3})"
+         (top-1 margin {margin:.3})"
     );
-    // The CPU's interleaved layouts (Q4_0, Q4_K) run integer products at every row count
-    // (as llama.cpp's prefill does): their prefill has the decode budget. Every other
-    // prefill dequantizes exactly into the f32 GEMM.
-    let int8_prefill = model.forward_weights().layers[0]
-        .gate
-        .tensor()
-        .dtype()
-        .row_group()
-        > 1;
-    if int8_prefill {
-        assert!(
-            p_nmse <= max_nmse,
-            "{qtype} prefill: nmse {p_nmse} > {max_nmse}"
-        );
-    } else {
-        assert!(
-            p_nmse <= 1e-9 && p_max <= 1e-3,
-            "{qtype} prefill: max |diff| {p_max}, nmse {p_nmse}"
-        );
-    }
+    // Every layout runs integer products at every row count by default (row-invariant):
+    // prefill has the decode budget.
+    assert!(
+        p_nmse <= max_nmse,
+        "{qtype} prefill: nmse {p_nmse} > {max_nmse}"
+    );
     assert!(
         p_flips.is_empty(),
         "{qtype} prefill: top-1 differs at {p_flips:?}"
@@ -213,4 +143,31 @@ fn q4_k_m_matches_its_dequantized_reference() {
 #[test]
 fn q5_k_m_matches_its_dequantized_reference() {
     check(QuantType::Q5KM, 1.5e-3);
+}
+
+/// llama.cpp's IQ4_NL and IQ4_XS mixes, quantized by tempra (IQ4_NL activations are Q8_0
+/// blocks; IQ4_XS's and the mixes' Q5_K/Q6_K tensors take Q8_K).
+#[test]
+fn iq4_nl_and_iq4_xs_match_their_dequantized_references() {
+    check(QuantType::IQ4NL, 1.5e-3);
+    check(QuantType::IQ4XS, 1.5e-3);
+}
+
+/// Every I-quant and ternary format as the one weight format of a model (random blocks
+/// for the formats tempra does not quantize to; every matrix in that format, as no mix
+/// of llama.cpp has it): the model computes through each format's kernels, against the
+/// same model on its dequantized weights.
+#[test]
+fn every_i_quant_and_ternary_model_matches_its_dequantized_reference() {
+    for dtype in I_QUANTS {
+        let spec = RandomModelSpec::llama(ModelShape::TINY)
+            .with_weight_dtype(dtype)
+            .with_seed(11);
+        let budget = if vec_dot_dtype(dtype) == DType::Q8_0 {
+            5e-4
+        } else {
+            1.5e-3
+        };
+        check_spec(&spec, dtype.name(), budget);
+    }
 }

@@ -128,3 +128,81 @@ fn the_fast_prefill_option_gives_up_the_identity() {
         panic!("{}", Mismatch { case, difference });
     }
 }
+
+/// The architectures whose files split fused matrices into views (phi3), skip norms
+/// (olmo2), scale branches (granite), skip rope on some layers (smollm3) or scale rope
+/// (YaRN, LongRoPE): the five ways on the transformers reference files
+/// (`tests/data/hf`), F32 weights, at 1 and 2 threads.
+#[test]
+fn every_architecture_keeps_the_identity() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hf");
+    let mut mismatches = Vec::new();
+    for (i, name) in ["phi3", "granite", "olmo2", "smollm3", "qwen3_yarn"]
+        .into_iter()
+        .enumerate()
+    {
+        for threads in [1, 2] {
+            let options = LoadOptions {
+                threads: Some(threads),
+                batch_sessions: BATCH,
+                context_length: Some(128),
+                ..LoadOptions::default()
+            };
+            let model = Model::load(dir.join(format!("{name}.gguf")), &options).expect("load");
+            let inputs = Inputs::new(&mut Lcg(90 + i as u64), model.config().vocab_size);
+            let reference = one_shot(&model, &inputs);
+            check_ways(
+                &model,
+                &inputs,
+                &reference,
+                &format!("{name}, {threads} threads"),
+                &mut mismatches,
+            );
+        }
+    }
+    assert_none(&mismatches);
+}
+
+/// Quantized KV caches keep the identity: each row is quantized on its own as it is
+/// written, and attention dequantizes the same blocks whichever tile reads them. An F16
+/// model with Q8_0, Q4_0 and mixed caches, the five ways at 1, 2 and 3 threads.
+#[test]
+fn quantized_kv_caches_keep_the_identity() {
+    use tempra_tensor::DType;
+    let shape = ModelShape::parse(SHAPE).expect("shape");
+    let spec = RandomModelSpec::llama(shape)
+        .with_qtype(QuantType::F16)
+        .with_seed(41);
+    let bytes = Arc::new(write_random_model(&spec, Vec::new()).expect("random model"));
+    let inputs = Inputs::new(&mut Lcg(41), shape.vocab);
+    let mut mismatches = Vec::new();
+    for (keys, values) in [
+        (DType::Q8_0, DType::Q8_0),
+        (DType::Q4_0, DType::Q4_0),
+        (DType::Q8_0, DType::F16),
+    ] {
+        let mut one_thread: Option<Vec<f32>> = None;
+        for threads in THREADS {
+            let file = ModelFile::from_gguf_bytes(bytes.clone(), &Limits::default()).expect("file");
+            let options = LoadOptions {
+                threads: Some(threads),
+                batch_sessions: BATCH,
+                kv_type: keys,
+                kv_type_v: Some(values),
+                ..LoadOptions::default()
+            };
+            let model = Model::from_file(file, &options).expect("load");
+            let reference = one_shot(&model, &inputs);
+            let case = format!("kv {}, {threads} threads", model.kv_types());
+            if let Some(want) = &one_thread
+                && let Some(difference) = difference(want, &reference, shape.vocab)
+            {
+                let case = format!("{case}, one-shot prefill against 1 thread");
+                mismatches.push(Mismatch { case, difference });
+            }
+            one_thread.get_or_insert(reference.clone());
+            check_ways(&model, &inputs, &reference, &case, &mut mismatches);
+        }
+    }
+    assert_none(&mismatches);
+}

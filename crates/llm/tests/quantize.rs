@@ -28,7 +28,7 @@ fn tolerance(dtype: DType) -> f64 {
         DType::Q8_0 => 0.01,
         DType::Q6K => 0.03,
         DType::Q5_0 | DType::Q5_1 | DType::Q5K => 0.06,
-        DType::Q4_0 | DType::Q4_1 | DType::Q4K => 0.12,
+        DType::Q4_0 | DType::Q4_1 | DType::Q4K | DType::IQ4NL | DType::IQ4XS => 0.12,
         DType::Q3K => 0.25,
         DType::Q2K => 0.45,
         other => panic!("unexpected {other}"),

@@ -3,78 +3,16 @@
 //! `tests/data/tokenizer/make_tokenizer_goldens.py` (the JSON files are committed; no
 //! Python is needed here), and against llama2.c's own tokenization of stories260K.
 
-use std::path::PathBuf;
+mod golden_vocab;
 
+use golden_vocab::{ids, load_json, vocab_from_json};
 use serde_json::Value;
 use tempra_llm::llama2c::Llama2cVocab;
 use tempra_llm::testing::shared_file;
 use tempra_llm::tokenizer::{
-    DetokenizeOptions, PreTokenizer, SpecialTokens, TokenStreamDecoder, TokenType, TokenizeOptions,
-    TokenizerModel, VocabParts, Vocabulary,
+    DetokenizeOptions, PreTokenizer, TokenStreamDecoder, TokenizeOptions, TokenizerModel,
+    Vocabulary,
 };
-
-fn data_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/tokenizer")
-}
-
-fn load_json(name: &str) -> Value {
-    let path = data_dir().join(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap()
-}
-
-fn opt_id(v: &Value) -> Option<u32> {
-    v.as_u64().map(|x| x as u32)
-}
-
-fn ids(v: &Value) -> Vec<u32> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_u64().unwrap() as u32)
-        .collect()
-}
-
-/// Builds the vocabulary a golden file describes.
-fn vocab_from_json(g: &Value) -> Vocabulary {
-    let model = TokenizerModel::from_gguf_name(g["model"].as_str().unwrap()).unwrap();
-    let tokens = g["tokens"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t.as_str().unwrap().as_bytes().to_vec())
-        .collect();
-    let mut parts = VocabParts::new(model, tokens);
-    parts.pre = PreTokenizer::from_gguf_name(g["pre"].as_str().unwrap()).unwrap();
-    parts.scores = g["scores"]
-        .as_array()
-        .map(|a| a.iter().map(|s| s.as_f64().unwrap() as f32).collect());
-    parts.token_types = Some(
-        g["types"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| TokenType::from_i32(t.as_i64().unwrap() as i32).unwrap())
-            .collect(),
-    );
-    parts.merges = g["merges"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m.as_str().unwrap().as_bytes().to_vec())
-        .collect();
-    parts.special = SpecialTokens {
-        bos: opt_id(&g["bos"]),
-        eos: opt_id(&g["eos"]),
-        unk: opt_id(&g["unk"]),
-        ..Default::default()
-    };
-    parts.add_bos = g["add_bos"].as_bool().unwrap();
-    parts.add_eos = g["add_eos"].as_bool().unwrap();
-    parts.add_space_prefix = g["add_space_prefix"].as_bool().unwrap();
-    parts.ignore_merges = g["ignore_merges"].as_bool().unwrap();
-    Vocabulary::from_parts(parts).unwrap()
-}
 
 fn stream_decode(vocab: &Vocabulary, ids: &[u32]) -> String {
     let mut stream = TokenStreamDecoder::new(DetokenizeOptions::default());

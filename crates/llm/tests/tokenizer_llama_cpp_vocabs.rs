@@ -10,6 +10,12 @@
 //! `target/llama-cpp-vocab`). Without `TEMPRA_VOCAB_DIR` the tests skip with a message;
 //! with `REQUIRE_MODELS=1` a missing folder or file is a failure.
 //!
+//! WordPiece (`bert-bge`) normalizes (lowercase, accents, whitespace) and so does not
+//! round-trip: its detokenizations must be llama.cpp's instead
+//! (`tests/data/wpm/bert_bge.json`, made by `crates/llm/scripts/make_wpm_goldens.py`
+//! with llama.cpp's `llama_detokenize`), and a few strings must tokenize as Hugging
+//! Face's BERT tokenizer does with the same vocabulary, `[CLS]`/`[SEP]` included.
+//!
 //! Every vocabulary in the folder that has test cases is either checked ([`SUPPORTED`])
 //! or listed with the reason it is not ([`UNSUPPORTED`]); a new file that is neither
 //! fails the test, so that a version bump of the package cannot hide one. Every failing
@@ -37,19 +43,24 @@ const SUPPORTED: &[&str] = &[
     "deepseek-llm",
     "deepseek-coder",
     "gemma-4",
+    "bert-bge",
 ];
 
 /// The vocabularies with test cases that tempra does not implement, and why.
-const UNSUPPORTED: &[(&str, &str)] = &[(
-    "bert-bge",
-    "WordPiece (`tokenizer.ggml.model = bert`, BGE embeddings): tempra has no WPM tokenizer",
-)];
+const UNSUPPORTED: &[(&str, &str)] = &[];
 
 /// Cases whose detokenization is not the input, per vocabulary, with the reason:
 /// `(vocabulary, case index, reason)`. Every other case must round-trip exactly.
 const NOT_LOSSLESS: &[(&str, usize, &str)] = &[];
 
 const SEPARATOR: &str = "\n__ggml_vocab_test__\n";
+
+/// The WordPiece goldens (see the module docs).
+const BERT_BGE_GOLDEN: &str = include_str!("data/wpm/bert_bge.json");
+
+fn bert_bge_golden() -> serde_json::Value {
+    serde_json::from_str(BERT_BGE_GOLDEN).unwrap()
+}
 
 fn require_models() -> bool {
     std::env::var("REQUIRE_MODELS").is_ok_and(|v| v == "1")
@@ -204,7 +215,29 @@ fn llama_cpp_vocabularies_match_their_expected_ids() {
 
 #[test]
 fn llama_cpp_vocabularies_round_trip() {
+    let golden = bert_bge_golden();
     for_each_case("round trip", |name, vocab, case| {
+        if name == "bert-bge" {
+            let ids = vocab.tokenize(&case.text, TokenizeOptions::PLAIN);
+            let expected = golden["llama_cpp_detokenized"][case.index]
+                .as_str()
+                .unwrap();
+            let llama_cpp_style = DetokenizeOptions {
+                strip_leading_space: false,
+                ..DetokenizeOptions::default()
+            };
+            let exact = vocab.detokenize(&ids, llama_cpp_style).unwrap();
+            let stripped = vocab
+                .detokenize(&ids, DetokenizeOptions::default())
+                .unwrap();
+            let expected_stripped = expected.strip_prefix(' ').unwrap_or(expected);
+            return (exact != expected || stripped != expected_stripped).then(|| {
+                format!(
+                    "   llama.cpp detokenizes to {expected:?}\n   tempra to {exact:?} \
+                     (stripped: {stripped:?})"
+                )
+            });
+        }
         if NOT_LOSSLESS
             .iter()
             .any(|&(n, i, _)| n == name && i == case.index)
@@ -217,4 +250,42 @@ fn llama_cpp_vocabularies_round_trip() {
             .unwrap();
         (back != case.text).then(|| format!("   detokenized to {back:?}"))
     });
+}
+
+/// A few strings, tokenized with `[CLS]`/`[SEP]`, as Hugging Face's BERT tokenizer
+/// (`BertWordPieceTokenizer` over the same vocabulary) tokenizes them: accents, case,
+/// CJK, contractions, control and zero-width characters, unknown words.
+#[test]
+fn bert_bge_matches_hugging_face_bert_tokenizer() {
+    let Some(dir) = vocab_dir() else { return };
+    let path = dir.join("ggml-vocab-bert-bge.gguf");
+    if !path.is_file() {
+        assert!(
+            !require_models(),
+            "{} is missing (REQUIRE_MODELS=1)",
+            path.display()
+        );
+        eprintln!("skipping: {} is missing", path.display());
+        return;
+    }
+    let model = ModelFile::open(&path).unwrap();
+    let vocab = Vocabulary::from_gguf(model.metadata()).unwrap();
+    let golden = bert_bge_golden();
+    let mut failures = Vec::new();
+    for case in golden["hf"].as_array().unwrap() {
+        let text = case["text"].as_str().unwrap();
+        let expected: Vec<TokenId> = case["ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|id| id.as_u64().unwrap() as TokenId)
+            .collect();
+        let got = vocab.tokenize(text, TokenizeOptions::default());
+        if got != expected {
+            failures.push(format!(
+                "{text:?}:\n   expected {expected:?}\n   got      {got:?}"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

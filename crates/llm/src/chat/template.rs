@@ -1,24 +1,65 @@
 //! `ChatTemplate`: a model's Jinja chat template, compiled once and rendered per request.
 
-use minijinja::{Environment, Error, ErrorKind, Value, context};
+use minijinja::{Environment, Error, ErrorKind, Value};
 
 use crate::chat::message::ChatMessage;
+use crate::chat::pyjson::tojson;
 use crate::chat::strftime::strftime_now;
 use crate::error::{LlmError, Result};
 use crate::gguf::Metadata;
+use crate::json::JsonValue;
 use crate::tokenizer::Vocabulary;
 
 /// The GGUF metadata key holding the model's chat template.
 pub const CHAT_TEMPLATE_KEY: &str = "tokenizer.chat_template";
 
-/// The template used when a model has none: ChatML, as llama.cpp falls back to.
-pub const FALLBACK_TEMPLATE: &str = "{% for message in messages %}\
+/// The template used when a model has none: ChatML, as llama.cpp falls back to
+/// (`<|im_start|>role\ncontent<|im_end|>\n` per message), with tools as Qwen 2.5 writes
+/// them: a system block listing them, assistant calls in `<tool_call>` blocks and tool
+/// results in `<tool_response>` blocks of a user turn.
+pub const FALLBACK_TEMPLATE: &str = "{% if tools %}{{ '<|im_start|>system\\n' }}\
+{% if messages[0]['role'] == 'system' %}{{ messages[0]['content'] + '\\n\\n' }}{% endif %}\
+{{ '# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\n\
+You are provided with function signatures within <tools></tools> XML tags:\\n<tools>' }}\
+{% for tool in tools %}{{ '\\n' + tool | tojson }}{% endfor %}\
+{{ '\\n</tools>\\n\\nFor each function call, return a json object with function name and \
+arguments within <tool_call></tool_call> XML tags:\\n<tool_call>\\n\
+{\"name\": <function-name>, \"arguments\": <args-json-object>}\\n</tool_call><|im_end|>\\n' }}\
+{% endif %}\
+{% for message in messages %}\
+{% if tools and loop.first and message['role'] == 'system' %}\
+{% elif message['role'] == 'assistant' and message.tool_calls %}\
+{{ '<|im_start|>assistant' }}{% if message['content'] %}{{ '\\n' + message['content'] }}{% endif %}\
+{% for call in message.tool_calls %}{{ '\\n<tool_call>\\n{\"name\": \"' + call.function.name + \
+'\", \"arguments\": ' + call.function.arguments | tojson + '}\\n</tool_call>' }}{% endfor %}\
+{{ '<|im_end|>\\n' }}\
+{% elif message['role'] == 'tool' %}\
+{{ '<|im_start|>user\\n<tool_response>\\n' + message['content'] + '\\n</tool_response><|im_end|>\\n' }}\
+{% else %}\
 {{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}\
+{% endif %}\
 {% endfor %}\
 {% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
 /// The name the template is stored under in its environment.
 const NAME: &str = "chat";
+
+/// What a template gets besides the messages, as transformers'
+/// `apply_chat_template(..., tools=..., **kwargs)` passes it: the tool definitions
+/// (OpenAI's `{"type": "function", "function": {...}}` objects; `tools` is `none`
+/// without them) and keyword arguments such as `enable_thinking`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TemplateInputs {
+    /// The tools, in the caller's key order.
+    pub tools: Option<Vec<JsonValue>>,
+    /// Extra template variables (`enable_thinking`, `date_string`, ...); names the
+    /// template context already has (`messages`, `tools`, `add_generation_prompt`) are
+    /// ignored.
+    pub kwargs: Vec<(String, JsonValue)>,
+}
+
+/// Context names a keyword argument cannot replace.
+const RESERVED: [&str; 4] = ["messages", "tools", "documents", "add_generation_prompt"];
 
 /// A compiled chat template and the special-token texts it is rendered with.
 #[derive(Debug)]
@@ -42,6 +83,7 @@ impl ChatTemplate {
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         env.add_function("raise_exception", raise_exception);
         env.add_function("strftime_now", |format: String| strftime_now(&format));
+        env.add_filter("tojson", tojson);
         env.add_template_owned(NAME, source.to_owned())
             .map_err(template_error)?;
         Ok(ChatTemplate {
@@ -53,22 +95,25 @@ impl ChatTemplate {
         })
     }
 
+    /// Compiles `source` with the BOS and EOS texts of `vocab` (a template given in
+    /// place of the model's own).
+    ///
+    /// Errors: [`LlmError::ChatTemplate`] when the template does not compile.
+    pub fn for_vocab(source: &str, vocab: &Vocabulary) -> Result<ChatTemplate> {
+        let text = |id: Option<u32>| id.and_then(|id| vocab.token_str(id)).unwrap_or_default();
+        ChatTemplate::new(source, text(vocab.bos()), text(vocab.eos()))
+    }
+
     /// The template of a model: `tokenizer.chat_template` from `metadata`, or
     /// [`FALLBACK_TEMPLATE`] when the key is absent; BOS and EOS texts from `vocab`.
     ///
     /// Errors: the key holds something other than a string, or the template does not
     /// compile.
     pub fn from_metadata(metadata: &Metadata, vocab: &Vocabulary) -> Result<ChatTemplate> {
-        let text = |id: Option<u32>| {
-            id.and_then(|id| vocab.token_str(id))
-                .unwrap_or_default()
-                .to_owned()
-        };
-        let (bos, eos) = (text(vocab.bos()), text(vocab.eos()));
         match metadata.opt_str(CHAT_TEMPLATE_KEY)? {
-            Some(source) => ChatTemplate::new(source, &bos, &eos),
+            Some(source) => ChatTemplate::for_vocab(source, vocab),
             None => {
-                let mut template = ChatTemplate::new(FALLBACK_TEMPLATE, &bos, &eos)?;
+                let mut template = ChatTemplate::for_vocab(FALLBACK_TEMPLATE, vocab)?;
                 template.fallback = true;
                 Ok(template)
             }
@@ -102,14 +147,56 @@ impl ChatTemplate {
     /// Errors: [`LlmError::ChatTemplate`] when rendering fails (the template's own
     /// `raise_exception`, e.g. for roles it does not accept, or a type error).
     pub fn render(&self, messages: &[ChatMessage], add_generation_prompt: bool) -> Result<String> {
+        self.render_with(messages, &TemplateInputs::default(), add_generation_prompt)
+    }
+
+    /// [`ChatTemplate::render`] with tools and keyword arguments (`tojson` writes as
+    /// Python's `json.dumps` does, without HTML escaping, as transformers' does).
+    ///
+    /// Errors: as [`ChatTemplate::render`].
+    pub fn render_with(
+        &self,
+        messages: &[ChatMessage],
+        inputs: &TemplateInputs,
+        add_generation_prompt: bool,
+    ) -> Result<String> {
+        let values: Vec<JsonValue> = messages.iter().map(ChatMessage::template_value).collect();
+        self.render_values(&values, inputs, add_generation_prompt)
+    }
+
+    /// Renders messages already in their template form.
+    pub(crate) fn render_values(
+        &self,
+        messages: &[JsonValue],
+        inputs: &TemplateInputs,
+        add_generation_prompt: bool,
+    ) -> Result<String> {
         let template = self.env.get_template(NAME).map_err(template_error)?;
+        let mut ctx: Vec<(String, Value)> = vec![
+            ("bos_token".into(), Value::from(self.bos_token.as_str())),
+            ("eos_token".into(), Value::from(self.eos_token.as_str())),
+        ];
+        for (k, v) in &inputs.kwargs {
+            if !RESERVED.contains(&k.as_str()) {
+                ctx.retain(|(name, _)| name != k);
+                ctx.push((k.clone(), Value::from_serialize(v)));
+            }
+        }
+        ctx.push(("messages".into(), Value::from_serialize(messages)));
+        ctx.push((
+            "tools".into(),
+            inputs
+                .tools
+                .as_ref()
+                .map_or(Value::from(()), Value::from_serialize),
+        ));
+        ctx.push(("documents".into(), Value::from(())));
+        ctx.push((
+            "add_generation_prompt".into(),
+            Value::from(add_generation_prompt),
+        ));
         template
-            .render(context! {
-                messages => Value::from_serialize(messages),
-                add_generation_prompt => add_generation_prompt,
-                bos_token => self.bos_token.as_str(),
-                eos_token => self.eos_token.as_str(),
-            })
+            .render(Value::from_iter(ctx))
             .map_err(template_error)
     }
 }
@@ -234,5 +321,44 @@ mod tests {
         );
         md.set(CHAT_TEMPLATE_KEY, 7u32);
         assert!(ChatTemplate::from_metadata(&md, &vocab).is_err());
+    }
+
+    #[test]
+    fn fallback_renders_tools_calls_and_results() {
+        use crate::chat::message::ToolCall;
+        let t = ChatTemplate::new(FALLBACK_TEMPLATE, "", "").expect("compile");
+        let tool = JsonValue::parse(
+            r#"{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}"#,
+        )
+        .expect("json");
+        let messages = [
+            ChatMessage::new("system", "Be brief."),
+            ChatMessage::new("user", "Hi"),
+            ChatMessage::new("assistant", "").with_tool_calls(vec![ToolCall {
+                id: "c".into(),
+                name: "f".into(),
+                arguments: JsonValue::parse(r#"{"a": 1}"#).expect("json"),
+            }]),
+            ChatMessage::new("tool", "42").with_tool_call_id("c"),
+        ];
+        let inputs = TemplateInputs {
+            tools: Some(vec![tool]),
+            kwargs: Vec::new(),
+        };
+        let out = t.render_with(&messages, &inputs, true).expect("render");
+        assert!(
+            out.starts_with("<|im_start|>system\nBe brief.\n\n# Tools\n"),
+            "{out}"
+        );
+        assert!(out.contains("<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"type\": \"object\"}}}\n</tools>"), "{out}");
+        assert!(out.ends_with(
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\n42\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
+        ), "{out}");
+        // Without tools: plain ChatML, as before.
+        let out = t.render(&messages[..2], false).expect("render");
+        assert_eq!(
+            out,
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+        );
     }
 }

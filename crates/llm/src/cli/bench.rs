@@ -7,6 +7,9 @@
 //! each run once to warm up, then `-r` times; the mean and sample standard deviation of
 //! the per-run rates are reported. Tokens are pseudo-random ids (fixed seed), the first a
 //! BOS where the model has one; nothing is sampled (the logits are computed and dropped).
+//! With `--json-schema FILE` or `--grammar FILE`, decode is also measured with sampling
+//! (a fixed seed unless `--seed` gives one), free and held to the grammar (see
+//! `bench_constrained`).
 
 use std::io::Write;
 use std::time::Instant;
@@ -15,7 +18,10 @@ use anyhow::bail;
 use tempra_llm::engine::{BackendKind, Model, Session};
 use tempra_tensor::random::SplitMix64;
 
+use crate::cli::bench_constrained::{self, ConstrainedRates};
+use crate::cli::constraint_args::ConstraintArgs;
 use crate::cli::engine_args::EngineArgs;
+use crate::cli::sampling_args::SamplingArgs;
 
 /// Arguments of `tempra bench`.
 #[derive(Debug, clap::Args)]
@@ -45,17 +51,23 @@ pub(crate) struct BenchArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    constraint: ConstraintArgs,
+    /// Sampling of the constrained-decode tests.
+    #[command(flatten)]
+    sampling: SamplingArgs,
 }
 
 /// Mean and sample standard deviation of a test's per-run rates (tokens per second).
 #[derive(Debug, Clone, Copy)]
-struct Rate {
-    mean: f64,
-    sd: f64,
+pub(crate) struct Rate {
+    pub(crate) mean: f64,
+    pub(crate) sd: f64,
 }
 
 impl Rate {
-    fn of(samples: &[f64]) -> Rate {
+    /// The mean and sample standard deviation of `samples` (at least one).
+    pub(crate) fn of(samples: &[f64]) -> Rate {
         let n = samples.len() as f64;
         let mean = samples.iter().sum::<f64>() / n;
         let sd = if samples.len() > 1 {
@@ -86,6 +98,10 @@ pub(crate) fn run(args: BenchArgs) -> anyhow::Result<()> {
         eprintln!("warning: a debug build; build with --release for representative figures");
     }
     let model = engine.load()?;
+    let grammar = args.constraint.load(model.vocab())?;
+    if grammar.is_some() && args.n_gen == 0 {
+        bail!("--json-schema and --grammar measure decode: give -n");
+    }
     let tokens = bench_tokens(&model, needed);
     let mut session = model.session()?;
 
@@ -103,6 +119,19 @@ pub(crate) fn run(args: BenchArgs) -> anyhow::Result<()> {
             })
         })
         .transpose()?;
+    let constrained = grammar
+        .map(|g| {
+            let sampling = args.sampling.config(args.sampling.seed_or(0x5eed));
+            bench_constrained::measure(
+                &model,
+                &mut session,
+                &g,
+                &sampling,
+                args.n_gen,
+                args.repetitions,
+            )
+        })
+        .transpose()?;
     drop(session);
 
     // Peak RSS before the bandwidth test's buffer raises it.
@@ -117,6 +146,7 @@ pub(crate) fn run(args: BenchArgs) -> anyhow::Result<()> {
         n_gen: args.n_gen,
         pp,
         tg,
+        constrained,
         model_bytes,
         mem_bw_gbs,
         peak_rss_bytes,
@@ -189,6 +219,7 @@ struct Report<'a> {
     n_gen: usize,
     pp: Option<Rate>,
     tg: Option<Rate>,
+    constrained: Option<ConstrainedRates>,
     model_bytes: usize,
     mem_bw_gbs: f64,
     peak_rss_bytes: Option<u64>,
@@ -218,11 +249,22 @@ impl Report<'_> {
             "model_bytes": self.model_bytes,
             "mem_bw_gbs": self.mem_bw_gbs,
             "tg_weight_read_gbs": self.tg_weight_read_gbs(),
-            "kv_type": self.model.kv_type().to_string(),
+            "kv_type": self.model.kv_types().to_string(),
             "kv_cache_bytes": self.model.kv_cache_bytes(),
             "context_length": self.model.context_length(),
             "peak_rss_bytes": self.peak_rss_bytes,
             "pool_peak_bytes": self.pool_peak_bytes,
+            "sampled_tok_s": self.constrained.map(|c| c.sampled.mean),
+            "sampled_tok_s_sd": self.constrained.map(|c| c.sampled.sd),
+            "constrained_tok_s": self.constrained.map(|c| c.constrained.mean),
+            "constrained_tok_s_sd": self.constrained.map(|c| c.constrained.sd),
+            "constrained_slowdown_percent": self.constrained.map(|c| c.slowdown_percent()),
+            "choose_us_sampled": self.constrained.map(|c| c.choose_free.as_secs_f64() * 1e6),
+            "choose_us_constrained": self.constrained.map(|c| c.choose_held.as_secs_f64() * 1e6),
+            "masks_computed": self.constrained.map(|c| c.masks.computed),
+            "masks_cached": self.constrained.map(|c| c.masks.cached),
+            "mask_us_mean": self.constrained.map(|c| c.mask_us_mean()),
+            "constrained_outputs": self.constrained.map(|c| c.outputs),
         });
         serde_json::to_writer(&mut *out, &value)?;
         writeln!(out)?;
@@ -249,7 +291,34 @@ impl Report<'_> {
                 )?;
             }
         }
+        if let Some(c) = &self.constrained {
+            for (test, rate) in [
+                (format!("tg{} sampled", self.n_gen), c.sampled),
+                (format!("tg{} +grammar", self.n_gen), c.constrained),
+            ] {
+                writeln!(
+                    out,
+                    "| {name} | {size} | {} | {test} | {:.2} ± {:.2} |",
+                    self.model.threads(),
+                    rate.mean,
+                    rate.sd
+                )?;
+            }
+        }
         writeln!(out)?;
+        if let Some(c) = &self.constrained {
+            writeln!(
+                out,
+                "grammar: {:+.1}% decode time; choosing a token {:.1} µs sampled, {:.1} µs held to the grammar; {} masks computed, {} from the cache, {:.1} µs each; {} outputs completed",
+                c.slowdown_percent(),
+                c.choose_free.as_secs_f64() * 1e6,
+                c.choose_held.as_secs_f64() * 1e6,
+                c.masks.computed,
+                c.masks.cached,
+                c.mask_us_mean(),
+                c.outputs
+            )?;
+        }
         if let Some(adapter) = self.model.gpu_adapter() {
             writeln!(out, "GPU adapter: {adapter}")?;
         }
@@ -271,7 +340,7 @@ impl Report<'_> {
             "KV cache: {} reserved ({} positions, {})",
             mib(self.model.kv_cache_bytes() as u64),
             self.model.context_length(),
-            self.model.kv_type()
+            self.model.kv_types()
         )?;
         if let Some(rss) = self.peak_rss_bytes {
             writeln!(out, "peak RSS: {}", mib(rss))?;

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use anyhow::Context;
 use tempra_llm::chat::{ChatMessage, ChatTemplate};
 use tempra_llm::engine::{Generation, Sampler, StopConditions};
-use tempra_llm::tokenizer::{TokenizeOptions, Vocabulary};
 
+use crate::cli::constraint_args::ConstraintArgs;
 use crate::cli::engine_args::EngineArgs;
 use crate::cli::sampling_args::SamplingArgs;
 
@@ -28,29 +28,26 @@ pub(crate) struct ChatArgs {
     n: Option<usize>,
     #[command(flatten)]
     sampling: SamplingArgs,
+    #[command(flatten)]
+    constraint: ConstraintArgs,
 }
 
 /// Runs `tempra chat` until end of input.
 pub(crate) fn run(args: ChatArgs) -> anyhow::Result<()> {
     let model = args.engine.load()?;
     let vocab = model.vocab();
-    let text = |id: Option<u32>| {
-        id.and_then(|id| vocab.token_str(id))
-            .unwrap_or_default()
-            .to_owned()
-    };
     let template = match &args.chat_template_file {
         Some(path) => {
             let source =
                 std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
-            ChatTemplate::new(&source, &text(vocab.bos()), &text(vocab.eos()))?
+            ChatTemplate::for_vocab(&source, vocab)?
         }
         None => ChatTemplate::from_metadata(model.file().metadata(), vocab)?,
     };
     if template.is_fallback() {
         eprintln!("note: the model has no chat template; using ChatML");
     }
-    let bos_text = text(vocab.bos());
+    let grammar = args.constraint.load(vocab)?;
     let interactive = std::io::stdin().is_terminal();
     let mut seed = args.sampling.seed();
     let mut history: Vec<ChatMessage> = args
@@ -72,7 +69,7 @@ pub(crate) fn run(args: ChatArgs) -> anyhow::Result<()> {
             continue;
         }
         history.push(ChatMessage::new("user", line));
-        let mut prompt = render_prompt(&template, &history, &bos_text, vocab)?;
+        let mut prompt = template.prompt_tokens(&history, vocab)?;
         if prompt.len() >= model.context_length() && history.len() > 1 {
             eprintln!(
                 "the conversation is {} tokens, the context holds {}: forgetting the earlier turns (raise --ctx for longer chats)",
@@ -82,7 +79,7 @@ pub(crate) fn run(args: ChatArgs) -> anyhow::Result<()> {
             let last = history.pop();
             history.retain(|m| m.role == "system");
             history.extend(last);
-            prompt = render_prompt(&template, &history, &bos_text, vocab)?;
+            prompt = template.prompt_tokens(&history, vocab)?;
         }
         if prompt.len() >= model.context_length() {
             eprintln!(
@@ -105,7 +102,22 @@ pub(crate) fn run(args: ChatArgs) -> anyhow::Result<()> {
             stop_strings: template.stop_strings(),
             ignore_eog: false,
         };
+        let budget = args
+            .n
+            .unwrap_or(usize::MAX)
+            .min(model.context_length() + 1 - prompt.len());
+        let constraint = match grammar.as_ref().map(|g| g.constraint(budget)).transpose() {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("{e:#}: not sent");
+                history.pop();
+                continue;
+            }
+        };
         let mut generation = Generation::new(&mut session, &prompt[reuse..], sampler, stop)?;
+        if let Some(c) = constraint {
+            generation = generation.with_constraint(c);
+        }
         let mut reply = String::new();
         for piece in generation.by_ref() {
             let piece = piece?;
@@ -120,23 +132,4 @@ pub(crate) fn run(args: ChatArgs) -> anyhow::Result<()> {
         history.push(ChatMessage::new("assistant", reply.trim()));
     }
     Ok(())
-}
-
-/// The prompt tokens of `history` (special-token text parsed; BOS added unless the
-/// template wrote it).
-fn render_prompt(
-    template: &ChatTemplate,
-    history: &[ChatMessage],
-    bos_text: &str,
-    vocab: &Vocabulary,
-) -> anyhow::Result<Vec<u32>> {
-    let rendered = template.render(history, true)?;
-    let has_bos = !bos_text.is_empty() && rendered.starts_with(bos_text);
-    Ok(vocab.tokenize(
-        &rendered,
-        TokenizeOptions {
-            add_special: !has_bos,
-            parse_special: true,
-        },
-    ))
 }

@@ -16,6 +16,36 @@ pub(crate) enum KvType {
     F16,
     /// Single precision.
     F32,
+    /// 8-bit blocks of 32 (34 bytes: 53% of f16).
+    #[value(name = "q8_0")]
+    Q8_0,
+    /// 4-bit blocks of 32 (18 bytes: 28% of f16).
+    #[value(name = "q4_0")]
+    Q4_0,
+    /// 4-bit blocks of 32 with a minimum (20 bytes).
+    #[value(name = "q4_1")]
+    Q4_1,
+    /// 5-bit blocks of 32 (22 bytes).
+    #[value(name = "q5_0")]
+    Q5_0,
+    /// 5-bit blocks of 32 with a minimum (24 bytes).
+    #[value(name = "q5_1")]
+    Q5_1,
+}
+
+impl KvType {
+    /// The dtype.
+    pub(crate) fn dtype(self) -> DType {
+        match self {
+            KvType::F16 => DType::F16,
+            KvType::F32 => DType::F32,
+            KvType::Q8_0 => DType::Q8_0,
+            KvType::Q4_0 => DType::Q4_0,
+            KvType::Q4_1 => DType::Q4_1,
+            KvType::Q5_0 => DType::Q5_0,
+            KvType::Q5_1 => DType::Q5_1,
+        }
+    }
 }
 
 /// Where the model runs, on the command line.
@@ -38,9 +68,16 @@ pub(crate) struct EngineArgs {
     /// Context length (default: the model's, capped at 4096).
     #[arg(short = 'c', long = "ctx", value_name = "N")]
     pub(crate) ctx: Option<usize>,
-    /// KV cache element type.
+    /// KV cache element type of keys and values (quantized types store each row in
+    /// blocks of 32; attention reads them directly).
     #[arg(long = "kv-type", value_enum, default_value = "f16")]
     pub(crate) kv_type: KvType,
+    /// The keys' element type, where it differs from --kv-type.
+    #[arg(long = "kv-type-k", value_enum, value_name = "KV_TYPE")]
+    pub(crate) kv_type_k: Option<KvType>,
+    /// The values' element type, where it differs from --kv-type.
+    #[arg(long = "kv-type-v", value_enum, value_name = "KV_TYPE")]
+    pub(crate) kv_type_v: Option<KvType>,
     /// Where the model runs.
     #[arg(long, value_enum, default_value = "cpu")]
     pub(crate) backend: BackendArg,
@@ -69,10 +106,9 @@ impl EngineArgs {
             tokenizer: self.model.tokenizer.clone(),
             threads: self.threads,
             context_length: self.ctx,
-            kv_type: match self.kv_type {
-                KvType::F16 => DType::F16,
-                KvType::F32 => DType::F32,
-            },
+            kv_type: self.kv_type.dtype(),
+            kv_type_k: self.kv_type_k.map(KvType::dtype),
+            kv_type_v: self.kv_type_v.map(KvType::dtype),
             backend: match self.backend {
                 BackendArg::Cpu => BackendKind::Cpu,
                 BackendArg::Gpu => BackendKind::Gpu,

@@ -63,11 +63,14 @@ fn summary(model: &ModelFile, name: &str) -> anyhow::Result<String> {
         writeln!(out, "name:           {n}")?;
     }
     if let Some(ft) = md.opt_u32(keys::GENERAL_FILE_TYPE)? {
-        let known = QuantType::ALL.into_iter().find(|q| q.file_type() == ft);
+        let known = QuantType::file_type_name(ft);
         writeln!(
             out,
             "file type:      {}",
-            known.map_or_else(|| format!("{ft}"), |q| format!("{q} ({ft})"))
+            known.map_or_else(
+                || format!("{ft}"),
+                |q| format!("{} ({ft})", q.to_lowercase())
+            )
         )?;
     }
     writeln!(out, "architecture:   {}", model.architecture()?)?;
@@ -105,11 +108,12 @@ fn hyperparameters(out: &mut String, c: &ModelConfig) -> anyhow::Result<()> {
     let scaling = match c.rope.scaling {
         RopeScalingKind::None => "no scaling".to_string(),
         RopeScalingKind::Linear { factor } => format!("linear scaling x{factor}"),
-        RopeScalingKind::Yarn {
-            factor,
-            original_context_length,
-        } => {
-            format!("yarn scaling x{factor} from {original_context_length}")
+        RopeScalingKind::Yarn { factor, .. } => format!(
+            "yarn scaling x{factor} from {}",
+            c.rope.original_context_length
+        ),
+        RopeScalingKind::LongRope => {
+            format!("longrope scaling from {}", c.rope.original_context_length)
         }
     };
     write!(

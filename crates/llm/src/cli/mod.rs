@@ -1,9 +1,13 @@
 //! Command-line front end: one module per subcommand.
 
 mod bench;
+mod bench_constrained;
 mod chat;
+mod constraint_args;
 mod convert;
 mod detokenize;
+#[cfg(feature = "server")]
+mod duration_arg;
 mod engine_args;
 mod info;
 mod logits;

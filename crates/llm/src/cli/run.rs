@@ -7,6 +7,7 @@ use anyhow::bail;
 use tempra_llm::engine::{Generation, Sampler, StopConditions};
 use tempra_llm::tokenizer::TokenizeOptions;
 
+use crate::cli::constraint_args::ConstraintArgs;
 use crate::cli::engine_args::EngineArgs;
 use crate::cli::model_arg::EMBEDDED_MODEL;
 use crate::cli::sampling_args::SamplingArgs;
@@ -29,6 +30,8 @@ pub(crate) struct RunArgs {
     n: Option<usize>,
     #[command(flatten)]
     sampling: SamplingArgs,
+    #[command(flatten)]
+    constraint: ConstraintArgs,
 }
 
 /// Runs `tempra run`.
@@ -46,6 +49,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
             model.context_length()
         );
     }
+    let grammar = args.constraint.load(vocab)?;
     let seed = args.sampling.seed();
     let sampler = Sampler::new(args.sampling.config(seed));
     let stop = StopConditions {
@@ -57,7 +61,15 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
     stdout.flush()?;
     let mut session = model.session()?;
     let start = Instant::now();
+    let budget = args
+        .n
+        .unwrap_or(usize::MAX)
+        .min(model.context_length() + 1 - prompt.len());
+    let constraint = grammar.map(|g| g.constraint(budget)).transpose()?;
     let mut generation = Generation::new(&mut session, &prompt, sampler, stop)?;
+    if let Some(c) = constraint {
+        generation = generation.with_constraint(c);
+    }
     let prefill_secs = start.elapsed().as_secs_f64();
     let gen_start = Instant::now();
     for piece in generation.by_ref() {

@@ -20,12 +20,17 @@ pub(crate) struct SamplingArgs {
     /// Repetition penalty (1: off).
     #[arg(long = "repeat-penalty", default_value_t = 1.0)]
     repeat_penalty: f32,
-    /// Random seed (default: a random one).
+    /// Random seed (default: a random one; `tempra bench` uses a fixed one).
     #[arg(long)]
     seed: Option<u64>,
 }
 
 impl SamplingArgs {
+    /// `--seed`, or `default`.
+    pub(crate) fn seed_or(&self, default: u64) -> u64 {
+        self.seed.unwrap_or(default)
+    }
+
     /// `--seed`, or one from the clock.
     pub(crate) fn seed(&self) -> u64 {
         self.seed.unwrap_or_else(|| {

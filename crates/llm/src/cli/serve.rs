@@ -1,14 +1,20 @@
 //! `tempra serve`: the OpenAI-compatible HTTP server (see `tempra_llm::server`).
 
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use tempra_llm::server::{
-    DEFAULT_MAX_BODY_BYTES, DEFAULT_QUEUE, DEFAULT_SLOTS, Server, ServerConfig,
+    ApiKey, DEFAULT_BODY_TIMEOUT, DEFAULT_DRAIN_TIMEOUT, DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_QUEUE,
+    DEFAULT_SLOTS, Server, ServerConfig,
 };
 
+use crate::cli::duration_arg::DurationArg;
 use crate::cli::engine_args::EngineArgs;
+
+/// The environment variable holding an API key.
+const API_KEY_ENV: &str = "TEMPRA_API_KEY";
 
 /// Arguments of `tempra serve`.
 #[derive(Debug, clap::Args)]
@@ -33,12 +39,67 @@ pub(crate) struct ServeArgs {
     /// Largest request body in bytes (larger ones get HTTP 413).
     #[arg(long = "max-body", value_name = "BYTES", default_value_t = DEFAULT_MAX_BODY_BYTES)]
     max_body: usize,
+    /// Require `Authorization: Bearer KEY` on every endpoint but /health (repeatable;
+    /// also read from TEMPRA_API_KEY).
+    #[arg(long = "api-key", value_name = "KEY")]
+    api_keys: Vec<String>,
+    /// Read API keys from FILE, one per line (blank lines and lines starting with # are
+    /// skipped).
+    #[arg(long = "api-key-file", value_name = "FILE")]
+    api_key_file: Option<PathBuf>,
+    /// The most generation requests one API key may have running or queued at once
+    /// (more get HTTP 429).
+    #[arg(long = "api-key-concurrency", value_name = "N")]
+    api_key_concurrency: Option<usize>,
+    /// Let web pages from ORIGIN (`https://app.example.com`) call the server, with CORS
+    /// (repeatable; `*` for any). Requests carrying another Origin get HTTP 403.
+    #[arg(long = "cors-origin", value_name = "ORIGIN")]
+    cors_origins: Vec<String>,
+    /// Answer requests for host NAME besides IP addresses and localhost (repeatable;
+    /// `*.example.com` for subdomains, `*` for any). Others get HTTP 403 (DNS rebinding).
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    allowed_hosts: Vec<String>,
+    /// Accept chat messages with role NAME besides system, user, assistant, tool and
+    /// developer (repeatable).
+    #[arg(long = "allow-role", value_name = "NAME")]
+    allow_roles: Vec<String>,
+    /// Close a connection whose request head takes longer than this (seconds, or with
+    /// ms/s/m).
+    #[arg(long = "header-timeout", value_name = "SECS", default_value_t = DurationArg(DEFAULT_HEADER_TIMEOUT))]
+    header_timeout: DurationArg,
+    /// Answer HTTP 408 and close when a request body takes longer than this after its
+    /// head.
+    #[arg(long = "body-timeout", value_name = "SECS", default_value_t = DurationArg(DEFAULT_BODY_TIMEOUT))]
+    body_timeout: DurationArg,
+    /// Close a kept-alive connection idle for this long.
+    #[arg(long = "idle-timeout", value_name = "SECS", default_value_t = DurationArg(DEFAULT_IDLE_TIMEOUT))]
+    idle_timeout: DurationArg,
+    /// The most connections open at once; at the cap the longest-waiting connection
+    /// without a request in progress is closed to admit a new one.
+    #[arg(long = "max-connections", value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS)]
+    max_connections: usize,
+    /// On SIGINT/SIGTERM, how long running requests may take to finish before every
+    /// connection is closed (a second signal stops at once).
+    #[arg(long = "drain-timeout", value_name = "SECS", default_value_t = DurationArg(DEFAULT_DRAIN_TIMEOUT))]
+    drain_timeout: DurationArg,
 }
 
 /// Runs `tempra serve` until Ctrl-C or SIGTERM.
 pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
     if args.kv_slots == 0 {
         bail!("--kv-slots must be at least 1");
+    }
+    if args.max_connections == 0 {
+        bail!("--max-connections must be at least 1");
+    }
+    if args.api_key_concurrency == Some(0) {
+        bail!("--api-key-concurrency must be at least 1");
+    }
+    let api_keys = api_keys(&args)?;
+    if args.api_key_concurrency.is_some() && api_keys.is_empty() {
+        bail!(
+            "--api-key-concurrency limits requests per API key: give keys with --api-key, --api-key-file or {API_KEY_ENV}"
+        );
     }
     let chat_template = args
         .chat_template_file
@@ -52,9 +113,18 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
         .model
         .file_stem()
         .map_or_else(|| "model".to_owned(), |s| s.to_string_lossy().into_owned());
-    let address = format!("{}:{}", args.host, args.port);
+    let address = if args.host.contains(':') && !args.host.starts_with('[') {
+        format!("[{}]:{}", args.host, args.port)
+    } else {
+        format!("{}:{}", args.host, args.port)
+    };
     let listener =
         TcpListener::bind(&address).with_context(|| format!("listening on {address}"))?;
+    let open_to_network = listener
+        .local_addr()
+        .map(|a| !a.ip().is_loopback())
+        .unwrap_or(true);
+    let key_count = api_keys.len();
     let config = ServerConfig {
         model_id,
         slots: args.kv_slots,
@@ -62,16 +132,72 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
         max_body_bytes: args.max_body,
         chat_template,
         handle_signals: true,
+        header_timeout: args.header_timeout.0,
+        body_timeout: args.body_timeout.0,
+        idle_timeout: args.idle_timeout.0,
+        max_connections: args.max_connections,
+        drain_timeout: args.drain_timeout.0,
+        api_keys,
+        api_key_concurrency: args.api_key_concurrency,
+        cors_origins: args.cors_origins.clone(),
+        allowed_hosts: args.allowed_hosts.clone(),
+        extra_roles: args.allow_roles.clone(),
         ..ServerConfig::new("")
     };
     let server = Server::start(model, config, listener)
         .with_context(|| args.engine.model.model.display().to_string())?;
+    if open_to_network && key_count == 0 {
+        eprintln!(
+            "warning: serving {} without an API key: anyone who can reach it can use the model (give --api-key, --api-key-file or {API_KEY_ENV})",
+            server.local_addr()
+        );
+    }
+    let auth = match key_count {
+        0 => String::new(),
+        1 => "; 1 API key".to_owned(),
+        n => format!("; {n} API keys"),
+    };
     eprintln!(
-        "tempra serve: http://{} ({} slots, queue {}; Ctrl-C to stop)",
+        "tempra serve: http://{} ({} slots, queue {}{auth}; Ctrl-C to stop)",
         server.local_addr(),
         args.kv_slots,
         args.queue
     );
     server.wait()?;
     Ok(())
+}
+
+/// The API keys from `--api-key`, `TEMPRA_API_KEY` and `--api-key-file`.
+fn api_keys(args: &ServeArgs) -> anyhow::Result<Vec<ApiKey>> {
+    let mut keys = Vec::new();
+    for key in &args.api_keys {
+        keys.push(ApiKey::new(key.as_str()).context("--api-key")?);
+    }
+    if let Ok(key) = std::env::var(API_KEY_ENV) {
+        let key = key.trim();
+        if !key.is_empty() {
+            keys.push(ApiKey::new(key).context(API_KEY_ENV)?);
+        }
+    }
+    if let Some(path) = &args.api_key_file {
+        keys.extend(keys_from_file(path)?);
+    }
+    Ok(keys)
+}
+
+/// The keys of a key file: one per line, blank lines and `#` comments skipped.
+fn keys_from_file(path: &Path) -> anyhow::Result<Vec<ApiKey>> {
+    let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
+    let mut keys = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        keys.push(ApiKey::new(line).with_context(|| format!("{} line {}", path.display(), i + 1))?);
+    }
+    if keys.is_empty() {
+        bail!("{}: no API keys in the file", path.display());
+    }
+    Ok(keys)
 }

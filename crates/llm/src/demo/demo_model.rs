@@ -163,7 +163,7 @@ pub fn weights_from_params(params: &ParamStore, shape: &DemoShape) -> Result<Mod
     for l in 0..shape.layers {
         let b = |t| get(block_weight(l, t));
         layers.push(LayerWeights {
-            attn_norm: b(BlockTensor::AttnNorm)?,
+            attn_norm: Some(b(BlockTensor::AttnNorm)?),
             wq: b(BlockTensor::AttnQ)?,
             wk: b(BlockTensor::AttnK)?,
             wv: b(BlockTensor::AttnV)?,
@@ -174,7 +174,7 @@ pub fn weights_from_params(params: &ParamStore, shape: &DemoShape) -> Result<Mod
             q_norm: None,
             k_norm: None,
             post_attn_norm: None,
-            ffn_norm: b(BlockTensor::FfnNorm)?,
+            ffn_norm: Some(b(BlockTensor::FfnNorm)?),
             gate: b(BlockTensor::FfnGate)?,
             up: b(BlockTensor::FfnUp)?,
             down: b(BlockTensor::FfnDown)?,
@@ -186,6 +186,8 @@ pub fn weights_from_params(params: &ParamStore, shape: &DemoShape) -> Result<Mod
         output_norm: get(global_weight(GlobalTensor::OutputNorm))?,
         output: None,
         rope_freqs: None,
+        rope_factors_long: None,
+        rope_factors_short: None,
         layers,
     })
 }

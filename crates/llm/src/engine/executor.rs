@@ -110,7 +110,13 @@ impl Executor {
         match self.kind {
             BackendKind::Cpu if prepare => weights.prepare_for_linear(self.ctx(), |original| {
                 if let Ok(bytes) = original.storage().host_bytes() {
-                    file.release_pages(bytes);
+                    // The original's own bytes (a matrix split from a fused one is a view
+                    // of part of its storage).
+                    let layout = original.layout();
+                    let start = layout.offset() * layout.dtype().block_bytes();
+                    if let Some(own) = bytes.get(start..layout.bytes_spanned()) {
+                        file.release_pages(own);
+                    }
                 }
             }),
             BackendKind::Cpu | BackendKind::Reference => Ok(None),

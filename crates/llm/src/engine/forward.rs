@@ -132,7 +132,8 @@ pub(crate) fn forward_step(
     output_logits(&mut out.pool_plan(), config, weights, &x).map(Some)
 }
 
-/// Final norm, output head and optional logit soft-cap of `x [rows, D]` → `[rows, V]`.
+/// Final norm, output head, optional logit scale (a divisor) and soft-cap of
+/// `x [rows, D]` → `[rows, V]`.
 pub(crate) fn output_logits(
     out: &mut Outputs<'_>,
     config: &ModelConfig,
@@ -147,11 +148,15 @@ pub(crate) fn output_logits(
     )?;
     let logits = out.linear(Slot::Logits, &x, weights.head(), None)?;
     drop(x);
+    let divisor = config.logit_scale.map_or(1.0, f64::from);
     let Some(cap) = config.final_logit_softcap else {
-        return Ok(logits);
+        return match config.logit_scale {
+            Some(_) => out.mul_scalar(Slot::LogitsScratch, &logits, 1.0 / divisor),
+            None => Ok(logits),
+        };
     };
     let cap = cap as f64;
-    let scaled = out.mul_scalar(Slot::LogitsScratch, &logits, 1.0 / cap)?;
+    let scaled = out.mul_scalar(Slot::LogitsScratch, &logits, 1.0 / (divisor * cap))?;
     drop(logits);
     let squashed = out.unary(Slot::Logits, UnaryOp::Tanh, &scaled)?;
     drop(scaled);
@@ -176,19 +181,19 @@ pub(crate) fn position_ids(out: &mut Outputs<'_>, start: usize, t: usize) -> Res
     out.ids(Slot::Positions, &heap)
 }
 
-/// The token embedding of `ids [T]` → `[T, D]` in the hidden slot (scaled by √D where the
-/// architecture says so).
+/// The token embedding of `ids [T]` → `[T, D]` in the hidden slot (times the model's
+/// embedding scale, where it has one).
 pub(crate) fn embed(
     out: &mut Outputs<'_>,
     config: &ModelConfig,
     weights: &ModelWeights,
     ids: &Tensor,
 ) -> Result<Var> {
-    if !config.arch.description().scaled_embedding {
+    let Some(scale) = config.embedding_scale else {
         return out.embedding(Slot::Hidden, &weights.token_embd, ids);
-    }
+    };
     let x = out.embedding(Slot::Embedding, &weights.token_embd, ids)?;
-    out.mul_scalar(Slot::Hidden, &x, (config.embedding_length as f64).sqrt())
+    out.mul_scalar(Slot::Hidden, &x, scale as f64)
 }
 
 /// Norm, q/k/v projections, optional q/k norms, rope, cache write, attention, output
@@ -220,8 +225,9 @@ fn attention_block(
     attention_output(out, config, layer, attn)
 }
 
-/// Norm, q/k/v projections, optional q/k norms and rope of `x [T, D]` at `positions [T]`:
-/// `q [T, Hq, Dk]`, `k [T, Hkv, Dk]`, `v [T, Hkv, Dv]`.
+/// Optional pre-norm, q/k/v projections, optional q/k norms and rope (on the layers that
+/// have it) of `x [T, D]` at `positions [T]`: `q [T, Hq, Dk]`, `k [T, Hkv, Dk]`,
+/// `v [T, Hkv, Dv]`.
 pub(crate) fn project_qkv(
     out: &mut Outputs<'_>,
     config: &ModelConfig,
@@ -235,28 +241,51 @@ pub(crate) fn project_qkv(
     let t = x.dims()[0];
     let (hq, hkv) = (config.head_count, config.head_count_kv);
     let (dk, dv) = (config.key_length, config.value_length);
-    let h = out.rms_norm(Slot::Norm, x, &layer.attn_norm, eps)?;
-    let mut q = out
-        .linear(Slot::Q, &h, &layer.wq, layer.bq.as_ref())?
-        .reshape(&[t, hq, dk])?;
-    let mut k = out
-        .linear(Slot::K, &h, &layer.wk, layer.bk.as_ref())?
-        .reshape(&[t, hkv, dk])?;
+    let h = pre_norm(out, x, layer.attn_norm.as_ref(), eps)?;
+    let q = out.linear(Slot::Q, &h, &layer.wq, layer.bq.as_ref())?;
+    let k = out.linear(Slot::K, &h, &layer.wk, layer.bk.as_ref())?;
     let v = out
         .linear(Slot::V, &h, &layer.wv, layer.bv.as_ref())?
         .reshape(&[t, hkv, dv])?;
     drop(h);
-    if let Some(qn) = &layer.q_norm {
-        q = out.rms_norm(Slot::QNormed, &q, qn, eps)?;
+    let mut norm = |slot, x, w: &Option<Var>, heads| qk_norm(out, slot, x, w.as_ref(), eps, heads);
+    let q = norm(Slot::QNormed, q, &layer.q_norm, [t, hq, dk])?;
+    let k = norm(Slot::KNormed, k, &layer.k_norm, [t, hkv, dk])?;
+    if !config.uses_rope(l) {
+        return Ok((q, k, v));
     }
-    if let Some(kn) = &layer.k_norm {
-        k = out.rms_norm(Slot::KNormed, &k, kn, eps)?;
-    }
-    let rope = config.rope_config(l)?;
+    let rope = config.rope_config(l);
     let freqs = weights.rope_freqs.as_ref();
     let q = out.rope(Slot::QRoped, &q, positions, &rope, freqs)?;
     let k = out.rope(Slot::KRoped, &k, positions, &rope, freqs)?;
     Ok((q, k, v))
+}
+
+/// `x` RMS-normed by a block's pre-norm into the norm slot, or `x` itself where the
+/// architecture has none.
+fn pre_norm(out: &mut Outputs<'_>, x: &Var, norm: Option<&Var>, eps: f64) -> Result<Var> {
+    match norm {
+        Some(norm) => out.rms_norm(Slot::Norm, x, norm, eps),
+        None => Ok(x.clone()),
+    }
+}
+
+/// The projection `x [T, H·Dk]` as heads `[T, H, Dk]`, RMS-normed by `norm` where the
+/// layer has one: per head for a `[Dk]` norm, over the whole projection for an
+/// `[H·Dk]` one (OLMo 2).
+fn qk_norm(
+    out: &mut Outputs<'_>,
+    slot: Slot,
+    x: Var,
+    norm: Option<&Var>,
+    eps: f64,
+    heads: [usize; 3],
+) -> Result<Var> {
+    match norm {
+        None => Ok(x.reshape(&heads)?),
+        Some(n) if n.dims() == [heads[2]] => Ok(out.rms_norm(slot, &x.reshape(&heads)?, n, eps)?),
+        Some(n) => Ok(out.rms_norm(slot, &x, n, eps)?.reshape(&heads)?),
+    }
 }
 
 /// Layer `l`'s attention settings for queries starting at position `start`.
@@ -273,7 +302,8 @@ pub(crate) fn attention_params(config: &ModelConfig, l: usize, start: usize) -> 
     }
 }
 
-/// Output projection and optional post-norm of the attention result `[T, Hq, Dv]`.
+/// Output projection, optional post-norm and residual scale of the attention result
+/// `[T, Hq, Dv]`.
 pub(crate) fn attention_output(
     out: &mut Outputs<'_>,
     config: &ModelConfig,
@@ -284,19 +314,28 @@ pub(crate) fn attention_output(
     let attn = attn.reshape(&[t, config.head_count * config.value_length])?;
     let projected = out.linear(Slot::AttentionOut, &attn, &layer.wo, None)?;
     drop(attn);
-    match &layer.post_attn_norm {
+    let branch = match &layer.post_attn_norm {
         Some(post) => out.rms_norm(
             Slot::AttentionPostNorm,
             &projected,
             post,
             config.rms_norm_eps as f64,
-        ),
-        None => Ok(projected),
+        )?,
+        None => projected,
+    };
+    residual_scaled(out, config, branch)
+}
+
+/// A block branch times the model's residual scale, where it has one (Granite).
+fn residual_scaled(out: &mut Outputs<'_>, config: &ModelConfig, branch: Var) -> Result<Var> {
+    match config.residual_scale {
+        Some(scale) => out.mul_scalar(Slot::ResidualScaled, &branch, scale as f64),
+        None => Ok(branch),
     }
 }
 
-/// Norm, gated MLP (the architecture's activation of the gate, times up) and optional
-/// post-norm.
+/// Optional pre-norm, gated MLP (the architecture's activation of the gate, times up),
+/// optional post-norm and residual scale.
 pub(crate) fn ffn_block(
     out: &mut Outputs<'_>,
     config: &ModelConfig,
@@ -304,7 +343,7 @@ pub(crate) fn ffn_block(
     x: &Var,
 ) -> Result<Var> {
     let eps = config.rms_norm_eps as f64;
-    let h = out.rms_norm(Slot::Norm, x, &layer.ffn_norm, eps)?;
+    let h = pre_norm(out, x, layer.ffn_norm.as_ref(), eps)?;
     let gate = out.linear(Slot::FfnGate, &h, &layer.gate, None)?;
     let up = out.linear(Slot::FfnUp, &h, &layer.up, None)?;
     drop(h);
@@ -315,8 +354,9 @@ pub(crate) fn ffn_block(
     drop(up);
     let down = out.linear(Slot::FfnDown, &gated, &layer.down, None)?;
     drop(gated);
-    match &layer.post_ffn_norm {
-        Some(post) => out.rms_norm(Slot::FfnPostNorm, &down, post, eps),
-        None => Ok(down),
-    }
+    let branch = match &layer.post_ffn_norm {
+        Some(post) => out.rms_norm(Slot::FfnPostNorm, &down, post, eps)?,
+        None => down,
+    };
+    residual_scaled(out, config, branch)
 }

@@ -8,6 +8,7 @@ use tempra_tensor::Tensor;
 use crate::engine::sampler::Sampler;
 use crate::engine::session::{Session, logits_slice};
 use crate::error::Result;
+use crate::grammar::GrammarConstraint;
 use crate::tokenizer::{DetokenizeOptions, TokenStreamDecoder};
 
 /// When a generation stops.
@@ -59,6 +60,7 @@ pub struct Generation<'s> {
     held: String,
     cancel: Arc<AtomicBool>,
     finished: Option<FinishReason>,
+    constraint: Option<GrammarConstraint>,
 }
 
 impl<'s> Generation<'s> {
@@ -88,7 +90,24 @@ impl<'s> Generation<'s> {
             held: String::new(),
             cancel: Arc::new(AtomicBool::new(false)),
             finished: None,
+            constraint: None,
         })
+    }
+
+    /// The same generation with its output held to `constraint` (a grammar or JSON
+    /// schema): every token keeps the output a prefix of the grammar's language that
+    /// can still be finished within `max_tokens` and the context, and the generation
+    /// ends when the grammar is complete and an end-of-generation token comes (even
+    /// with `ignore_eog`). Check [`GrammarConstraint::min_tokens`] against the budget
+    /// first: below it, the output cannot be finished.
+    pub fn with_constraint(mut self, constraint: GrammarConstraint) -> Self {
+        self.constraint = Some(constraint);
+        self
+    }
+
+    /// The constraint, if any (to see whether the output is complete).
+    pub fn constraint(&self) -> Option<&GrammarConstraint> {
+        self.constraint.as_ref()
     }
 
     /// A flag that stops the generation at its next token when set (from any thread).
@@ -143,14 +162,34 @@ impl<'s> Generation<'s> {
         let Some(logits) = self.logits.take() else {
             return self.finish(FinishReason::ContextFull);
         };
-        let id = match logits_slice(&logits) {
-            Ok(values) => self.sampler.sample(values, self.session.tokens()),
-            Err(e) => return Some(Err(e)),
+        // Tokens that can still come: the budget and the positions left (the last
+        // token sampled is never run through the model).
+        let room = self.session.capacity() + 1 - self.session.len().min(self.session.capacity());
+        let remaining = self
+            .stop
+            .max_tokens
+            .map_or(room, |m| m.saturating_sub(self.produced).min(room));
+        let sampled = match logits_slice(&logits) {
+            Ok(values) => match self.constraint.as_mut() {
+                None => Ok(Some(self.sampler.sample(values, self.session.tokens()))),
+                Some(c) => self.sampler.sample_constrained(
+                    values,
+                    self.session.tokens(),
+                    c,
+                    Some(remaining),
+                ),
+            },
+            Err(e) => Err(e),
         };
         drop(logits);
+        let id = match sampled {
+            Ok(Some(id)) => id,
+            Ok(None) => return self.finish(FinishReason::EndOfGeneration),
+            Err(e) => return Some(Err(e)),
+        };
         self.produced += 1;
         let vocab = self.session.model().vocab();
-        if !self.stop.ignore_eog && vocab.is_eog(id) {
+        if (!self.stop.ignore_eog || self.constraint.is_some()) && vocab.is_eog(id) {
             return self.finish(FinishReason::EndOfGeneration);
         }
         let piece = match self.decoder.push(vocab, id) {

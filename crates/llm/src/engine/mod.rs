@@ -49,7 +49,7 @@ pub use batch::step_batch;
 pub use executor::Executor;
 pub use forward::{LogitRows, forward, forward_in};
 pub use generation::{FinishReason, GeneratedPiece, Generation, StopConditions};
-pub use kv_cache::KvCache;
+pub use kv_cache::{KvCache, KvTypes};
 #[cfg(feature = "server")]
 pub(crate) use model::available_memory;
 pub use model::{BackendKind, DEFAULT_MAX_CONTEXT, LoadOptions, Model};

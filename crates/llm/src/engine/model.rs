@@ -8,7 +8,7 @@ use tempra_autograd::Autograd;
 use tempra_tensor::DType;
 
 use crate::engine::executor::Executor;
-use crate::engine::kv_cache::KvCache;
+use crate::engine::kv_cache::{KvCache, KvTypes};
 use crate::engine::session::Session;
 use crate::engine::step_arena::{ArenaCapacity, StepArena};
 use crate::engine::weights::ModelWeights;
@@ -43,8 +43,13 @@ pub struct LoadOptions {
     pub threads: Option<usize>,
     /// Context length of each session (default: the model's, capped at 4096).
     pub context_length: Option<usize>,
-    /// KV cache dtype: F16 (default) or F32.
+    /// KV cache dtype of keys and values (see [`KvTypes`]): F16 (default), F32, or a
+    /// block format (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1).
     pub kv_type: DType,
+    /// The keys' dtype where it differs from `kv_type`.
+    pub kv_type_k: Option<DType>,
+    /// The values' dtype where it differs from `kv_type`.
+    pub kv_type_v: Option<DType>,
     /// The backend.
     pub backend: BackendKind,
     /// Let the backend copy the matrices into the layout its `linear` reads fastest
@@ -67,6 +72,16 @@ pub struct LoadOptions {
     pub fast_prefill: bool,
 }
 
+impl LoadOptions {
+    /// The KV cache's dtypes these options ask for.
+    pub fn kv_types(&self) -> KvTypes {
+        KvTypes {
+            keys: self.kv_type_k.unwrap_or(self.kv_type),
+            values: self.kv_type_v.unwrap_or(self.kv_type),
+        }
+    }
+}
+
 impl Default for LoadOptions {
     fn default() -> Self {
         Self {
@@ -74,6 +89,8 @@ impl Default for LoadOptions {
             threads: None,
             context_length: None,
             kv_type: DType::F16,
+            kv_type_k: None,
+            kv_type_v: None,
             backend: BackendKind::Cpu,
             prepare_weights: true,
             arena: None,
@@ -96,7 +113,7 @@ pub struct Model {
     vocab: Vocabulary,
     executor: Executor,
     context_length: usize,
-    kv_type: DType,
+    kv_types: KvTypes,
 }
 
 impl Model {
@@ -144,19 +161,15 @@ impl Model {
                 what: "the context length must be at least 1".into(),
             });
         }
-        if !matches!(options.kv_type, DType::F16 | DType::F32) {
-            return Err(LlmError::InvalidValue {
-                key: "kv-type".into(),
-                what: format!("{}: use f16 or f32", options.kv_type),
-            });
-        }
+        let kv_types = options.kv_types();
+        kv_types.check(config.key_length, config.value_length)?;
         let kv_bytes = KvCache::reserved_bytes(
             config.block_count,
             context_length,
             config.head_count_kv,
             config.key_length,
             config.value_length,
-            options.kv_type,
+            kv_types,
         );
         let mut capacity = options
             .arena
@@ -170,8 +183,17 @@ impl Model {
         capacity.max_logit_rows = capacity.max_logit_rows.max(sessions);
         let arena_bytes = StepArena::bytes_for(&config, &capacity);
         check_memory(file.file_size(), kv_bytes as u64, arena_bytes as u64)?;
-        let weights = ModelWeights::from_file(&file, &config)?;
+        let mut weights = ModelWeights::from_file(&file, &config)?;
+        weights.select_rope_factors(context_length, &config);
         let executor = Executor::open(options, &config, capacity)?;
+        if executor.kind() == BackendKind::Gpu
+            && (kv_types.keys.is_quantized() || kv_types.values.is_quantized())
+        {
+            eprintln!(
+                "tempra: no GPU shader reads a {kv_types} KV cache; its writes and attention run \
+                 on the host (counted hand-offs)"
+            );
+        }
         let prepared = executor.prepare_weights(&weights, &file, options.prepare_weights)?;
         Ok(Arc::new(Model {
             file,
@@ -181,7 +203,7 @@ impl Model {
             vocab,
             executor,
             context_length,
-            kv_type: options.kv_type,
+            kv_types,
         }))
     }
 
@@ -196,7 +218,7 @@ impl Model {
             c.head_count_kv,
             c.key_length,
             c.value_length,
-            self.kv_type,
+            self.kv_types,
         )?;
         Ok(Session::new(Arc::clone(self), cache))
     }
@@ -259,9 +281,9 @@ impl Model {
         self.executor.threads()
     }
 
-    /// The KV cache dtype.
-    pub fn kv_type(&self) -> DType {
-        self.kv_type
+    /// The KV cache's dtypes.
+    pub fn kv_types(&self) -> KvTypes {
+        self.kv_types
     }
 
     /// The bytes the executor's step arena holds.
@@ -269,16 +291,23 @@ impl Model {
         self.executor.arena_bytes()
     }
 
-    /// The bytes one session's KV cache reserves.
+    /// The bytes one session's KV cache reserves (what the load's and the server's
+    /// memory checks count).
     pub fn kv_cache_bytes(&self) -> usize {
+        self.kv_bytes_per_position()
+            .saturating_mul(self.context_length)
+    }
+
+    /// The KV cache bytes of one position, every layer.
+    pub fn kv_bytes_per_position(&self) -> usize {
         let c = &self.config;
         KvCache::reserved_bytes(
             c.block_count,
-            self.context_length,
+            1,
             c.head_count_kv,
             c.key_length,
             c.value_length,
-            self.kv_type,
+            self.kv_types,
         )
     }
 }

@@ -3,6 +3,9 @@
 
 use tempra_tensor::random::SplitMix64;
 
+use crate::error::{LlmError, Result};
+use crate::grammar::{GrammarConstraint, TokenMask};
+
 /// Sampling settings. Defaults follow llama.cpp: temperature 0.8, top-k 40, top-p 0.95,
 /// min-p 0.05, no repetition penalty.
 #[derive(Clone, Debug, PartialEq)]
@@ -53,13 +56,14 @@ impl SamplerConfig {
     }
 }
 
-/// Picks tokens from logits. Holds its candidate buffer so sampling allocates nothing
-/// after the first call.
+/// Picks tokens from logits. Holds its candidate buffer (and the token mask of
+/// constrained sampling) so sampling allocates nothing after the first call.
 #[derive(Debug)]
 pub struct Sampler {
     config: SamplerConfig,
     rng: SplitMix64,
     candidates: Vec<(u32, f32)>,
+    mask: TokenMask,
 }
 
 impl Sampler {
@@ -70,6 +74,7 @@ impl Sampler {
             config,
             rng,
             candidates: Vec::new(),
+            mask: TokenMask::default(),
         }
     }
 
@@ -81,7 +86,6 @@ impl Sampler {
     /// The next token given `logits` over the vocabulary and the tokens seen so far
     /// (for the penalties). NaN logits are never chosen.
     pub fn sample(&mut self, logits: &[f32], history: &[u32]) -> u32 {
-        let c = &self.config;
         self.candidates.clear();
         self.candidates.extend(
             logits
@@ -89,15 +93,81 @@ impl Sampler {
                 .enumerate()
                 .map(|(i, &l)| (i as u32, if l.is_nan() { f32::NEG_INFINITY } else { l })),
         );
-        apply_penalties(&mut self.candidates, history, c);
+        apply_penalties(&mut self.candidates, history, &self.config);
+        self.pick()
+    }
+
+    /// The next token allowed by `constraint` with `remaining` tokens left (this one
+    /// included; `None`: no bound), and the constraint moved past it; `None` when the
+    /// output is complete and the vocabulary has no end-of-generation token to end it
+    /// with.
+    ///
+    /// The token drawn from all the logits is checked first; only when the constraint
+    /// rejects it are the logits masked to the allowed tokens and the draw repeated
+    /// (as llama.cpp does). Greedy sampling gives the most likely allowed token either
+    /// way; with a temperature, the second draw comes from the allowed tokens' own
+    /// top-k/top-p/min-p distribution. The same logits, history and seed give the same
+    /// token.
+    ///
+    /// Errors: [`LlmError::Constraint`] when the grammar is too ambiguous, or no token
+    /// can continue the output (the budget rule makes that impossible for a
+    /// constraint whose [`GrammarConstraint::min_tokens`] fitted at the start).
+    pub fn sample_constrained(
+        &mut self,
+        logits: &[f32],
+        history: &[u32],
+        constraint: &mut GrammarConstraint,
+        remaining: Option<usize>,
+    ) -> Result<Option<u32>> {
+        let first = self.sample(logits, history);
+        if constraint.allows(first, remaining)? {
+            constraint.accept(first)?;
+            return Ok(Some(first));
+        }
+        constraint.fill_mask(remaining, &mut self.mask)?;
+        if self.mask.is_empty() {
+            if constraint.is_complete() {
+                return Ok(None);
+            }
+            return Err(LlmError::Constraint {
+                what: "no token can continue the output within the tokens left".into(),
+            });
+        }
+        self.candidates.clear();
+        self.candidates.extend(self.mask.iter().map(|id| {
+            let l = logits
+                .get(id as usize)
+                .copied()
+                .unwrap_or(f32::NEG_INFINITY);
+            (id, if l.is_nan() { f32::NEG_INFINITY } else { l })
+        }));
+        apply_penalties(&mut self.candidates, history, &self.config);
+        // Allowed tokens with no chance (-inf logits) are never drawn while another has
+        // one; if none has, the first allowed token is taken.
+        if self.candidates.iter().all(|c| c.1 == f32::NEG_INFINITY) {
+            self.candidates.truncate(1);
+        } else {
+            self.candidates.retain(|c| c.1 != f32::NEG_INFINITY);
+        }
+        let id = self.pick();
+        constraint.accept(id)?;
+        Ok(Some(id))
+    }
+
+    /// Draws from `candidates` (penalties applied) with the configured temperature,
+    /// top-k, min-p and top-p.
+    fn pick(&mut self) -> u32 {
+        let c = &self.config;
         if c.temperature <= 0.0 {
             return argmax(&self.candidates);
         }
         let cands = &mut self.candidates;
-        cands.sort_unstable_by(|a, b| b.1.total_cmp(&a.1));
         if c.top_k > 0 && c.top_k < cands.len() {
+            // The k most likely first (a linear-time selection), then only they sorted.
+            cands.select_nth_unstable_by(c.top_k - 1, |a, b| b.1.total_cmp(&a.1));
             cands.truncate(c.top_k);
         }
+        cands.sort_unstable_by(|a, b| b.1.total_cmp(&a.1));
         // Softmax at the temperature.
         let max = cands[0].1;
         let mut sum = 0.0f32;
@@ -141,9 +211,12 @@ impl Sampler {
     }
 }
 
-/// The first index of the largest logit.
+/// The first candidate with the largest logit (the first candidate when all are -inf).
 fn argmax(cands: &[(u32, f32)]) -> u32 {
-    let mut best = (0u32, f32::NEG_INFINITY);
+    let Some(&first) = cands.first() else {
+        return 0;
+    };
+    let mut best = first;
     for &cand in cands {
         if cand.1 > best.1 {
             best = cand;
@@ -159,8 +232,17 @@ fn apply_penalties(cands: &mut [(u32, f32)], history: &[u32], c: &SamplerConfig)
         return;
     }
     let recent = &history[history.len().saturating_sub(c.repetition_window)..];
+    // Candidates are sorted by id: every id, or a constraint's allowed ones.
+    let dense = cands
+        .last()
+        .is_some_and(|l| l.0 as usize + 1 == cands.len());
     for (i, &id) in recent.iter().enumerate() {
-        let Some(cand) = cands.get_mut(id as usize) else {
+        let at = if dense {
+            Some(id as usize).filter(|&at| at < cands.len())
+        } else {
+            cands.binary_search_by_key(&id, |c| c.0).ok()
+        };
+        let Some(cand) = at.map(|at| &mut cands[at]) else {
             continue;
         };
         // Penalise each distinct token once for the repetition penalty.
@@ -261,5 +343,58 @@ mod tests {
         });
         assert_eq!(s.sample(&logits, &[0]), 1);
         assert_eq!(s.sample(&logits, &[]), 0);
+    }
+
+    #[test]
+    fn constrained_sampling_takes_the_best_allowed_token() {
+        use crate::grammar::test_vocab::byte_vocab;
+        use crate::grammar::{Grammar, TokenTrie};
+        use std::sync::Arc;
+
+        let vocab = byte_vocab(&["ab", "ba", "zz"]);
+        let trie = Arc::new(TokenTrie::new(&vocab, &[]));
+        let grammar = Grammar::parse("root ::= [ab]+ \"!\"\n").expect("grammar");
+        let ab = vocab.token_id(b"ab").expect("ab");
+        let zz = vocab.token_id(b"zz").expect("zz");
+        let mut logits = vec![0.0f32; vocab.len()];
+        logits[zz as usize] = 9.0; // the best token overall, not allowed
+        logits[ab as usize] = 5.0; // the best allowed one
+        let mut constraint = GrammarConstraint::new(&grammar, Arc::clone(&trie)).expect("c");
+        let mut greedy = Sampler::new(SamplerConfig::greedy());
+        let got = greedy
+            .sample_constrained(&logits, &[], &mut constraint, Some(10))
+            .expect("sample");
+        assert_eq!(got, Some(ab));
+        // With a temperature: the same seed gives the same tokens, all allowed.
+        let run = |seed| {
+            let mut c = GrammarConstraint::new(&grammar, Arc::clone(&trie)).expect("c");
+            let mut s = Sampler::new(SamplerConfig {
+                temperature: 1.0,
+                top_k: 0,
+                top_p: 1.0,
+                min_p: 0.0,
+                seed,
+                ..SamplerConfig::default()
+            });
+            let mut out = Vec::new();
+            for left in (1..=8).rev() {
+                match s
+                    .sample_constrained(&logits, &out, &mut c, Some(left))
+                    .expect("sample")
+                {
+                    Some(id) if vocab.is_eog(id) => break,
+                    Some(id) => out.push(id),
+                    None => break,
+                }
+            }
+            out
+        };
+        let a = run(3);
+        assert_eq!(a, run(3));
+        let text = vocab.detokenize(&a, Default::default()).expect("text");
+        assert!(
+            text.ends_with('!') && text[..text.len() - 1].chars().all(|c| c == 'a' || c == 'b'),
+            "{text:?}"
+        );
     }
 }

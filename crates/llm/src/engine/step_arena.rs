@@ -92,11 +92,14 @@ pub enum Slot {
     FfnDown,
     /// The FFN output after its post-norm.
     FfnPostNorm,
+    /// A block branch times the residual scale, before its residual add `[T, D]`
+    /// (Granite).
+    ResidualScaled,
     /// The final norm of the rows whose logits are wanted `[R, D]`.
     OutputNorm,
     /// The logits `[R, V]`.
     Logits,
-    /// The logits' soft-cap scratch `[R, V]`.
+    /// The logits' scale and soft-cap scratch `[R, V]`.
     LogitsScratch,
 }
 
@@ -124,6 +127,7 @@ struct ArenaBuffers {
     ffn_act: Option<Tensor>,
     ffn_down: Option<Tensor>,
     ffn_post_norm: Option<Tensor>,
+    residual_scaled: Option<Tensor>,
     output_norm: Option<Tensor>,
     logits: Option<Tensor>,
     logits_scratch: Option<Tensor>,
@@ -168,6 +172,7 @@ impl ArenaBuffers {
             Slot::FfnAct => &mut self.ffn_act,
             Slot::FfnDown => &mut self.ffn_down,
             Slot::FfnPostNorm => &mut self.ffn_post_norm,
+            Slot::ResidualScaled => &mut self.residual_scaled,
             Slot::OutputNorm => &mut self.output_norm,
             Slot::Logits => &mut self.logits,
             Slot::LogitsScratch => &mut self.logits_scratch,
@@ -175,7 +180,7 @@ impl ArenaBuffers {
     }
 
     /// Every buffer with its slot (exhaustive: a new field must be listed here too).
-    fn into_list(self) -> [(Slot, Option<Tensor>); 23] {
+    fn into_list(self) -> [(Slot, Option<Tensor>); SLOT_COUNT] {
         let ArenaBuffers {
             token_ids,
             positions,
@@ -197,6 +202,7 @@ impl ArenaBuffers {
             ffn_act,
             ffn_down,
             ffn_post_norm,
+            residual_scaled,
             output_norm,
             logits,
             logits_scratch,
@@ -222,6 +228,7 @@ impl ArenaBuffers {
             (Slot::FfnAct, ffn_act),
             (Slot::FfnDown, ffn_down),
             (Slot::FfnPostNorm, ffn_post_norm),
+            (Slot::ResidualScaled, residual_scaled),
             (Slot::OutputNorm, output_norm),
             (Slot::Logits, logits),
             (Slot::LogitsScratch, logits_scratch),
@@ -229,8 +236,11 @@ impl ArenaBuffers {
     }
 }
 
+/// How many slots there are.
+const SLOT_COUNT: usize = 24;
+
 /// Every slot, in declaration order (`SLOTS[slot as usize] == slot`).
-const SLOTS: [Slot; 23] = [
+const SLOTS: [Slot; SLOT_COUNT] = [
     Slot::TokenIds,
     Slot::Positions,
     Slot::Embedding,
@@ -251,6 +261,7 @@ const SLOTS: [Slot; 23] = [
     Slot::FfnAct,
     Slot::FfnDown,
     Slot::FfnPostNorm,
+    Slot::ResidualScaled,
     Slot::OutputNorm,
     Slot::Logits,
     Slot::LogitsScratch,
@@ -286,7 +297,8 @@ fn slot_spec(config: &ModelConfig, slot: Slot) -> Option<SlotSpec> {
     let when = |present: bool, spec: Option<SlotSpec>| spec.filter(|_| present);
     match slot {
         Slot::TokenIds | Slot::Positions => ids,
-        Slot::Embedding => when(config.arch.description().scaled_embedding, tokens(d)),
+        Slot::Embedding => when(config.embedding_scale.is_some(), tokens(d)),
+        Slot::ResidualScaled => when(config.residual_scale.is_some(), tokens(d)),
         Slot::Hidden | Slot::Norm | Slot::AttentionOut | Slot::FfnDown => tokens(d),
         Slot::Q | Slot::QRoped => tokens(q),
         Slot::QNormed => tokens(q),
@@ -299,7 +311,7 @@ fn slot_spec(config: &ModelConfig, slot: Slot) -> Option<SlotSpec> {
         Slot::OutputNorm => logits(d),
         Slot::Logits => logits(config.vocab_size),
         Slot::LogitsScratch => when(
-            config.final_logit_softcap.is_some(),
+            config.final_logit_softcap.is_some() || config.logit_scale.is_some(),
             logits(config.vocab_size),
         ),
     }
@@ -371,7 +383,7 @@ pub struct StepArena {
     capacity: ArenaCapacity,
     ctx: ExecContext,
     buffers: Option<ArenaBuffers>,
-    specs: [Option<SlotSpec>; 23],
+    specs: [Option<SlotSpec>; SLOT_COUNT],
     stats: ArenaStats,
 }
 
@@ -413,6 +425,7 @@ impl StepArena {
             ffn_act: None,
             ffn_down: None,
             ffn_post_norm: None,
+            residual_scaled: None,
             output_norm: None,
             logits: None,
             logits_scratch: None,

@@ -4,17 +4,20 @@ use tempra_autograd::Var;
 use tempra_tensor::{ExecContext, Tensor};
 
 use crate::error::{LlmError, Result};
-use crate::model_config::ModelConfig;
+use crate::model_config::{ModelConfig, QkNormWidth, RopeScalingKind};
 use crate::model_file::ModelFile;
 use crate::tensor_names::{BlockTensor, GlobalTensor, block_bias, block_weight, global_weight};
 
 /// The weights of one transformer block. Optional tensors are present only for the
-/// architectures that have them (biases: qwen2; q/k norms: qwen3, gemma3; sandwich
-/// norms: gemma2, gemma3).
+/// architectures that have them (biases: qwen2; q/k norms: qwen3, gemma3, olmo2;
+/// sandwich norms: gemma2, gemma3; post-norms without pre-norms: olmo2). A file's fused
+/// `attn_qkv` (phi3) gives `wq`, `wk` and `wv` as row views of it, and an `ffn_up` of
+/// twice the FFN width without an `ffn_gate` (phi3) gives `gate` (its first half) and
+/// `up` (its second) the same way.
 #[derive(Clone, Debug)]
 pub struct LayerWeights {
-    /// Pre-attention norm.
-    pub attn_norm: Var,
+    /// Pre-attention norm (absent where the architecture has no pre-norms).
+    pub attn_norm: Option<Var>,
     /// Query projection `[Hq·Dk, D]`.
     pub wq: Var,
     /// Key projection `[Hkv·Dk, D]`.
@@ -29,14 +32,15 @@ pub struct LayerWeights {
     pub bk: Option<Var>,
     /// Value bias.
     pub bv: Option<Var>,
-    /// Per-head query norm `[Dk]`.
+    /// Query norm: per head `[Dk]`, or over the whole projection `[Hq·Dk]` (see
+    /// [`QkNormWidth`]).
     pub q_norm: Option<Var>,
-    /// Per-head key norm `[Dk]`.
+    /// Key norm: per head `[Dk]`, or over the whole projection `[Hkv·Dk]`.
     pub k_norm: Option<Var>,
     /// Norm of the attention output before the residual add.
     pub post_attn_norm: Option<Var>,
-    /// Pre-FFN norm.
-    pub ffn_norm: Var,
+    /// Pre-FFN norm (absent where the architecture has no pre-norms).
+    pub ffn_norm: Option<Var>,
     /// FFN gate `[F, D]`.
     pub gate: Var,
     /// FFN up `[F, D]`.
@@ -56,29 +60,31 @@ pub struct ModelWeights {
     pub output_norm: Var,
     /// Output head `[V, D]`; `None` when tied to the token embedding.
     pub output: Option<Var>,
-    /// Llama 3 rope frequency factors `[rotary_dims/2]`.
+    /// The per-pair rope frequency factors `[rotary_dims/2]` the forward applies:
+    /// Llama 3's `rope_freqs`, or one of LongRoPE's two (see
+    /// [`ModelWeights::select_rope_factors`]).
     pub rope_freqs: Option<Tensor>,
+    /// LongRoPE's factors for contexts past the original one (`rope_factors_long`).
+    pub rope_factors_long: Option<Tensor>,
+    /// LongRoPE's factors within the original context (`rope_factors_short`).
+    pub rope_factors_short: Option<Tensor>,
     /// The blocks.
     pub layers: Vec<LayerWeights>,
 }
 
 impl ModelWeights {
     /// Looks every tensor up in `file` (zero-copy views of the mapping) and checks its
-    /// shape against `config`.
+    /// shape against `config`. LongRoPE's factors are chosen for the model's training
+    /// context; a loader that runs another context calls
+    /// [`Self::select_rope_factors`].
     pub fn from_file(file: &ModelFile, config: &ModelConfig) -> Result<ModelWeights> {
         let d = config.embedding_length;
         let (hq, hkv) = (config.head_count, config.head_count_kv);
         let (dk, dv) = (config.key_length, config.value_length);
         let f = config.feed_forward_length;
+        let description = config.arch.description();
         let get = |name: String, dims: &[usize]| -> Result<Var> {
-            let t = file.tensor(&name)?;
-            if t.dims() != dims {
-                return Err(LlmError::InvalidValue {
-                    key: name,
-                    what: format!("shape {:?}, expected {dims:?}", t.dims()),
-                });
-            }
-            Ok(Var::constant(t))
+            checked(file, name, dims).map(Var::constant)
         };
         let opt = |name: String, dims: &[usize]| -> Result<Option<Var>> {
             if file.has_tensor(&name) {
@@ -87,57 +93,133 @@ impl ModelWeights {
                 Ok(None)
             }
         };
+        // Tensors the architecture always or never has: a missing one is an error
+        // naming it, one it never has is not read.
+        let when = |present: bool, name: String, dims: &[usize]| -> Result<Option<Var>> {
+            if present {
+                get(name, dims).map(Some)
+            } else {
+                Ok(None)
+            }
+        };
+        let post_norm = |l: usize, t: BlockTensor| -> Result<Option<Var>> {
+            if description.pre_norms {
+                opt(block_weight(l, t), &[d])
+            } else {
+                get(block_weight(l, t), &[d]).map(Some)
+            }
+        };
+        let (q_norm_width, k_norm_width) = match description.qk_norm {
+            QkNormWidth::PerHead => (dk, dk),
+            QkNormWidth::Full => (hq * dk, hkv * dk),
+        };
         let mut layers = Vec::with_capacity(config.block_count);
         for l in 0..config.block_count {
             let w = |t: BlockTensor| block_weight(l, t);
+            let pre = description.pre_norms;
+            let (wq, wk, wv) = if file.has_tensor(&w(BlockTensor::AttnQkv)) {
+                let qkv = get(w(BlockTensor::AttnQkv), &[hq * dk + hkv * (dk + dv), d])?;
+                let [q, k, v] = split_rows(&qkv, [hq * dk, hkv * dk, hkv * dv])?;
+                (q, k, v)
+            } else {
+                (
+                    get(w(BlockTensor::AttnQ), &[hq * dk, d])?,
+                    get(w(BlockTensor::AttnK), &[hkv * dk, d])?,
+                    get(w(BlockTensor::AttnV), &[hkv * dv, d])?,
+                )
+            };
+            let (gate, up) = if file.has_tensor(&w(BlockTensor::FfnGate)) {
+                (
+                    get(w(BlockTensor::FfnGate), &[f, d])?,
+                    get(w(BlockTensor::FfnUp), &[f, d])?,
+                )
+            } else {
+                let gate_up = get(w(BlockTensor::FfnUp), &[2 * f, d])?;
+                let [gate, up] = split_rows(&gate_up, [f, f])?;
+                (gate, up)
+            };
             layers.push(LayerWeights {
-                attn_norm: get(w(BlockTensor::AttnNorm), &[d])?,
-                wq: get(w(BlockTensor::AttnQ), &[hq * dk, d])?,
-                wk: get(w(BlockTensor::AttnK), &[hkv * dk, d])?,
-                wv: get(w(BlockTensor::AttnV), &[hkv * dv, d])?,
+                attn_norm: when(pre, w(BlockTensor::AttnNorm), &[d])?,
+                wq,
+                wk,
+                wv,
                 wo: get(w(BlockTensor::AttnOutput), &[d, hq * dv])?,
                 bq: opt(block_bias(l, BlockTensor::AttnQ), &[hq * dk])?,
                 bk: opt(block_bias(l, BlockTensor::AttnK), &[hkv * dk])?,
                 bv: opt(block_bias(l, BlockTensor::AttnV), &[hkv * dv])?,
-                q_norm: opt(w(BlockTensor::AttnQNorm), &[dk])?,
-                k_norm: opt(w(BlockTensor::AttnKNorm), &[dk])?,
-                post_attn_norm: opt(w(BlockTensor::PostAttentionNorm), &[d])?,
-                ffn_norm: get(w(BlockTensor::FfnNorm), &[d])?,
-                gate: get(w(BlockTensor::FfnGate), &[f, d])?,
-                up: get(w(BlockTensor::FfnUp), &[f, d])?,
+                q_norm: opt(w(BlockTensor::AttnQNorm), &[q_norm_width])?,
+                k_norm: opt(w(BlockTensor::AttnKNorm), &[k_norm_width])?,
+                post_attn_norm: post_norm(l, BlockTensor::PostAttentionNorm)?,
+                ffn_norm: when(pre, w(BlockTensor::FfnNorm), &[d])?,
+                gate,
+                up,
                 down: get(w(BlockTensor::FfnDown), &[d, f])?,
-                post_ffn_norm: opt(w(BlockTensor::PostFfwNorm), &[d])?,
+                post_ffn_norm: post_norm(l, BlockTensor::PostFfwNorm)?,
             });
         }
         let vocab = config.vocab_size;
-        let rope_freqs_name = global_weight(GlobalTensor::RopeFreqs);
-        let rope_freqs = if file.has_tensor(&rope_freqs_name) {
-            let t = file.tensor(&rope_freqs_name)?;
-            if t.dims() != [config.rope.dimension_count / 2] {
-                return Err(LlmError::InvalidValue {
-                    key: rope_freqs_name,
-                    what: format!(
-                        "shape {:?}, expected [{}]",
-                        t.dims(),
-                        config.rope.dimension_count / 2
-                    ),
-                });
+        let pairs = [config.rope.dimension_count / 2];
+        let factors = |t: GlobalTensor| -> Result<Option<Tensor>> {
+            let name = global_weight(t);
+            if file.has_tensor(&name) {
+                checked(file, name, &pairs).map(Some)
+            } else {
+                Ok(None)
             }
-            Some(t)
-        } else {
-            None
         };
-        Ok(ModelWeights {
+        let rope_freqs = factors(GlobalTensor::RopeFreqs)?;
+        // A file's `rope_freqs` wins over LongRoPE factors, as in llama.cpp.
+        let (rope_factors_long, rope_factors_short) = if rope_freqs.is_some() {
+            (None, None)
+        } else {
+            (
+                factors(GlobalTensor::RopeFactorsLong)?,
+                factors(GlobalTensor::RopeFactorsShort)?,
+            )
+        };
+        if config.rope.scaling == RopeScalingKind::LongRope && rope_freqs.is_none() {
+            for (t, present) in [
+                (GlobalTensor::RopeFactorsLong, rope_factors_long.is_some()),
+                (GlobalTensor::RopeFactorsShort, rope_factors_short.is_some()),
+            ] {
+                if !present {
+                    return Err(LlmError::MissingTensor {
+                        name: global_weight(t),
+                    });
+                }
+            }
+        }
+        let mut weights = ModelWeights {
             token_embd: get(global_weight(GlobalTensor::TokenEmbd), &[vocab, d])?,
             output_norm: get(global_weight(GlobalTensor::OutputNorm), &[d])?,
             output: opt(global_weight(GlobalTensor::Output), &[vocab, d])?,
             rope_freqs,
+            rope_factors_long,
+            rope_factors_short,
             layers,
-        })
+        };
+        weights.select_rope_factors(config.context_length, config);
+        Ok(weights)
+    }
+
+    /// Points [`Self::rope_freqs`] at LongRoPE's long factors when sessions of
+    /// `context_length` positions run past the model's original context, else at the
+    /// short ones (llama.cpp's choice, by the context rather than by each position).
+    /// A model with Llama 3's `rope_freqs` or without LongRoPE factors is unchanged.
+    pub fn select_rope_factors(&mut self, context_length: usize, config: &ModelConfig) {
+        let long = context_length > config.rope.original_context_length;
+        let chosen = if long {
+            &self.rope_factors_long
+        } else {
+            &self.rope_factors_short
+        };
+        if let Some(factors) = chosen {
+            self.rope_freqs = Some(factors.clone());
+        }
     }
 
     /// The same weights with every tensor passed through `f` (e.g. dequantized, or made
-    /// trainable variables); `rope_freqs` is kept as it is.
+    /// trainable variables); the rope frequency factors are kept as they are.
     pub fn map(&self, mut f: impl FnMut(&Var) -> Result<Var>) -> Result<ModelWeights> {
         fn opt(v: &Option<Var>, f: &mut impl FnMut(&Var) -> Result<Var>) -> Result<Option<Var>> {
             v.as_ref().map(f).transpose()
@@ -145,7 +227,7 @@ impl ModelWeights {
         let mut layers = Vec::with_capacity(self.layers.len());
         for l in &self.layers {
             layers.push(LayerWeights {
-                attn_norm: f(&l.attn_norm)?,
+                attn_norm: opt(&l.attn_norm, &mut f)?,
                 wq: f(&l.wq)?,
                 wk: f(&l.wk)?,
                 wv: f(&l.wv)?,
@@ -156,7 +238,7 @@ impl ModelWeights {
                 q_norm: opt(&l.q_norm, &mut f)?,
                 k_norm: opt(&l.k_norm, &mut f)?,
                 post_attn_norm: opt(&l.post_attn_norm, &mut f)?,
-                ffn_norm: f(&l.ffn_norm)?,
+                ffn_norm: opt(&l.ffn_norm, &mut f)?,
                 gate: f(&l.gate)?,
                 up: f(&l.up)?,
                 down: f(&l.down)?,
@@ -168,11 +250,13 @@ impl ModelWeights {
             output_norm: f(&self.output_norm)?,
             output: opt(&self.output, &mut f)?,
             rope_freqs: self.rope_freqs.clone(),
+            rope_factors_long: self.rope_factors_long.clone(),
+            rope_factors_short: self.rope_factors_short.clone(),
             layers,
         })
     }
 
-    /// Calls `f` on every weight in place, in [`Self::map`]'s order (`rope_freqs`
+    /// Calls `f` on every weight in place, in [`Self::map`]'s order (the rope factors
     /// excepted): a training loop that swaps in its parameters' current variables each
     /// step without building a new `ModelWeights`.
     pub fn for_each_mut(&mut self, mut f: impl FnMut(&mut Var)) {
@@ -195,16 +279,19 @@ impl ModelWeights {
                 down,
                 post_ffn_norm,
             } = l;
-            for v in [attn_norm, wq, wk, wv, wo] {
+            if let Some(v) = attn_norm {
                 f(v);
             }
-            for v in [bq, bk, bv, q_norm, k_norm, post_attn_norm]
+            for v in [wq, wk, wv, wo] {
+                f(v);
+            }
+            for v in [bq, bk, bv, q_norm, k_norm, post_attn_norm, ffn_norm]
                 .into_iter()
                 .flatten()
             {
                 f(v);
             }
-            for v in [ffn_norm, gate, up, down] {
+            for v in [gate, up, down] {
                 f(v);
             }
             if let Some(v) = post_ffn_norm {
@@ -269,30 +356,23 @@ impl ModelWeights {
         self.output.as_ref().unwrap_or(&self.token_embd)
     }
 
-    /// Bytes of weight data (each tensor's spanned bytes).
+    /// Bytes of weight data (each tensor's bytes; views split from a fused matrix count
+    /// their own rows).
     pub fn bytes(&self) -> usize {
         let mut total = 0;
-        let mut add = |v: &Var| total += v.tensor().layout().bytes_spanned();
+        let mut add = |v: &Var| total += own_bytes(v.tensor());
         add(&self.token_embd);
         add(&self.output_norm);
         if let Some(o) = &self.output {
             add(o);
         }
         for l in &self.layers {
-            for v in [
-                &l.attn_norm,
-                &l.wq,
-                &l.wk,
-                &l.wv,
-                &l.wo,
-                &l.ffn_norm,
-                &l.gate,
-                &l.up,
-                &l.down,
-            ] {
+            for v in [&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down] {
                 add(v);
             }
             for v in [
+                &l.attn_norm,
+                &l.ffn_norm,
                 &l.bq,
                 &l.bk,
                 &l.bv,
@@ -309,4 +389,37 @@ impl ModelWeights {
         }
         total
     }
+}
+
+/// The bytes `t`'s layout addresses from its first unit (a view's, not its storage's).
+fn own_bytes(t: &Tensor) -> usize {
+    let layout = t.layout();
+    layout.bytes_spanned() - layout.offset() * layout.dtype().block_bytes()
+}
+
+/// The tensor `name` of `file`, checked to have `dims`.
+fn checked(file: &ModelFile, name: String, dims: &[usize]) -> Result<Tensor> {
+    let t = file.tensor(&name)?;
+    if t.dims() != dims {
+        return Err(LlmError::InvalidValue {
+            key: name,
+            what: format!("shape {:?}, expected {dims:?}", t.dims()),
+        });
+    }
+    Ok(t)
+}
+
+/// Consecutive row ranges of `fused [N, D]` of `rows` rows each, as zero-copy views (a
+/// fused q/k/v or gate/up matrix).
+fn split_rows<const P: usize>(fused: &Var, rows: [usize; P]) -> Result<[Var; P]> {
+    let t = fused.tensor();
+    let mut parts = Vec::with_capacity(P);
+    let mut start = 0;
+    for n in rows {
+        parts.push(Var::constant(t.narrow(0, start, n)?));
+        start += n;
+    }
+    parts.try_into().map_err(|_| LlmError::Argument {
+        what: "split_rows: part count".into(),
+    })
 }

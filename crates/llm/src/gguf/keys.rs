@@ -70,9 +70,11 @@ pub const ATTN_LOGIT_SOFTCAP: &str = "attn_logit_softcapping";
 pub const FINAL_LOGIT_SOFTCAP: &str = "final_logit_softcapping";
 /// `{arch}.rope.freq_base`.
 pub const ROPE_FREQ_BASE: &str = "rope.freq_base";
+/// `{arch}.rope.freq_base_swa`: the rope base of sliding-window layers.
+pub const ROPE_FREQ_BASE_SWA: &str = "rope.freq_base_swa";
 /// `{arch}.rope.dimension_count`.
 pub const ROPE_DIMENSION_COUNT: &str = "rope.dimension_count";
-/// `{arch}.rope.scaling.type` (`none`, `linear`, `yarn`).
+/// `{arch}.rope.scaling.type` (`none`, `linear`, `yarn`, `longrope`).
 pub const ROPE_SCALING_TYPE: &str = "rope.scaling.type";
 /// `{arch}.rope.scaling.factor`.
 pub const ROPE_SCALING_FACTOR: &str = "rope.scaling.factor";
@@ -80,6 +82,27 @@ pub const ROPE_SCALING_FACTOR: &str = "rope.scaling.factor";
 pub const ROPE_SCALE_LINEAR: &str = "rope.scale_linear";
 /// `{arch}.rope.scaling.original_context_length`.
 pub const ROPE_SCALING_ORIG_CTX: &str = "rope.scaling.original_context_length";
+/// `{arch}.rope.scaling.attn_factor`: multiplies the rotated dims (Phi-3's LongRoPE
+/// attention factor; with YaRN it multiplies YaRN's own).
+pub const ROPE_SCALING_ATTN_FACTOR: &str = "rope.scaling.attn_factor";
+/// `{arch}.rope.scaling.yarn_attn_factor`: YaRN's attention factor where the model
+/// names one (else `0.1·ln(factor) + 1`).
+pub const ROPE_SCALING_YARN_ATTN_FACTOR: &str = "rope.scaling.yarn_attn_factor";
+/// `{arch}.rope.scaling.yarn_beta_fast` (32 by default).
+pub const ROPE_SCALING_YARN_BETA_FAST: &str = "rope.scaling.yarn_beta_fast";
+/// `{arch}.rope.scaling.yarn_beta_slow` (1 by default).
+pub const ROPE_SCALING_YARN_BETA_SLOW: &str = "rope.scaling.yarn_beta_slow";
+/// `{arch}.rope.scaling.yarn_ext_factor` (1 by default).
+pub const ROPE_SCALING_YARN_EXT_FACTOR: &str = "rope.scaling.yarn_ext_factor";
+/// `{arch}.rope.scaling.yarn_log_multiplier` (DeepSeek's `mscale_all_dim`).
+pub const ROPE_SCALING_YARN_LOG_MUL: &str = "rope.scaling.yarn_log_multiplier";
+/// `{arch}.embedding_scale`: multiplies the token embedding (Granite).
+pub const EMBEDDING_SCALE: &str = "embedding_scale";
+/// `{arch}.residual_scale`: multiplies each block branch before its residual add
+/// (Granite).
+pub const RESIDUAL_SCALE: &str = "residual_scale";
+/// `{arch}.logit_scale`: divides the logits (Granite).
+pub const LOGIT_SCALE: &str = "logit_scale";
 
 /// The architecture-specific key `{arch}.{suffix}` (`llama.block_count`).
 pub fn arch_key(arch: &str, suffix: &str) -> String {

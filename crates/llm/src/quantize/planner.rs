@@ -1,6 +1,7 @@
 //! `TensorTypePlanner`: which dtype each tensor gets, following llama.cpp's
 //! `llama_model_quantize_impl` (what is quantized at all) and `llama_tensor_get_type`
-//! (the per-tensor mixes of the `_m` types and the fallbacks for odd row lengths).
+//! (the per-tensor mixes of the `_m` and IQ4 types and the fallbacks for odd row
+//! lengths), as in the llama.cpp of llama-cpp-python 0.3.36 (`src/llama-quant.cpp`).
 
 use tempra_tensor::DType;
 
@@ -46,10 +47,11 @@ struct MixFacts {
 ///   1/16 of layers, else Q4_K; `attn_output` Q4_K;
 /// - Q4_K_M / Q5_K_M: `attn_v` and `ffn_down` get Q6_K in the first and last 1/8 of the
 ///   layers and every third layer between (`use_more_bits`);
+/// - IQ4_NL / IQ4_XS (no importance matrix): `attn_v` Q5_K with GQA ≥ 4, `ffn_down`
+///   Q5_K in the first 1/8 of the layers;
 /// - a row length the chosen type's block does not divide falls back: Q4_K → Q5_0,
-///   Q5_K → Q5_1, Q6_K → Q8_0, Q2_K/Q3_K → Q4_0 (llama.cpp uses IQ4_NL, which tempra
-///   does not have; Q4_0 has the same size), then F16 if the fallback's 32-block does not
-///   divide either (where llama.cpp gives up on the legacy types, tempra uses F16 too).
+///   Q5_K → Q5_1, Q6_K → Q8_0, Q2_K/Q3_K → Q4_0, IQ4_XS → IQ4_NL, then F16 if the
+///   fallback's 32-block does not divide either.
 #[derive(Clone, Debug)]
 pub struct TensorTypePlanner {
     qtype: QuantType,
@@ -163,6 +165,7 @@ impl TensorTypePlanner {
                 Q::Q2K => t = if f.n_gqa >= 4 { DType::Q4K } else { DType::Q3K },
                 Q::Q3KM => t = if i < 2 { DType::Q5K } else { DType::Q4K },
                 Q::Q4KM | Q::Q5KM if use_more_bits(i, f.n_attention_wv) => t = DType::Q6K,
+                Q::IQ4NL | Q::IQ4XS if f.n_gqa >= 4 => t = DType::Q5K,
                 _ => {}
             }
             if f.is_70b && matches!(t, DType::Q3K | DType::Q4K) {
@@ -184,12 +187,13 @@ impl TensorTypePlanner {
                 Q::Q2K => t = DType::Q3K,
                 Q::Q3KM => t = if i < n / 16 { DType::Q5K } else { DType::Q4K },
                 Q::Q4KM | Q::Q5KM if use_more_bits(i, n) => t = DType::Q6K,
+                Q::IQ4NL | Q::IQ4XS if i < n / 8 => t = DType::Q5K,
                 _ => {}
             }
             self.i_ffn_down += 1;
         } else if name.contains("attn_output.weight") {
             if f.n_expert == 8 {
-                if matches!(q, Q::Q2K | Q::Q3KM | Q::Q4KM) {
+                if matches!(q, Q::Q2K | Q::Q3KM | Q::Q4KM | Q::IQ4NL | Q::IQ4XS) {
                     t = DType::Q5K;
                 }
             } else {
@@ -216,6 +220,7 @@ impl TensorTypePlanner {
             DType::Q4K => DType::Q5_0,
             DType::Q5K => DType::Q5_1,
             DType::Q6K => DType::Q8_0,
+            DType::IQ4XS => DType::IQ4NL,
             _ => DType::F16,
         };
         if !nx.is_multiple_of(t.block_len()) {
@@ -337,6 +342,41 @@ mod tests {
         assert_eq!(to(&p, "blk.1.ffn_down.weight"), DType::Q4K);
         assert_eq!(to(&p, "blk.1.attn_output.weight"), DType::Q4K);
         assert_eq!(to(&p, "blk.1.ffn_gate.weight"), DType::Q3K);
+    }
+
+    /// llama.cpp's IQ4_NL/IQ4_XS mix without an importance matrix: Q6_K output,
+    /// `attn_v` Q5_K at GQA ≥ 4 (the test model's 8), `ffn_down` Q5_K in the first eighth
+    /// of the layers, IQ4_XS → IQ4_NL where 256 does not divide a row.
+    #[test]
+    fn iq4_mixes() {
+        let (md, mut specs) = model(16, 256, false);
+        specs.push(TensorSpec::new(
+            "blk.0.ffn_up.weight",
+            Shape::new(&[64, 160]).unwrap(),
+            DType::F32,
+        ));
+        for (q, base) in [
+            (QuantType::IQ4NL, DType::IQ4NL),
+            (QuantType::IQ4XS, DType::IQ4XS),
+        ] {
+            let p = plans(q, &md, &specs);
+            assert_eq!(to(&p, "output.weight"), DType::Q6K);
+            assert_eq!(to(&p, "token_embd.weight"), base);
+            assert_eq!(to(&p, "blk.3.attn_v.weight"), DType::Q5K);
+            assert_eq!(to(&p, "blk.3.attn_q.weight"), base);
+            assert_eq!(to(&p, "blk.3.attn_output.weight"), base);
+            assert_eq!(
+                to(&p, "blk.1.ffn_down.weight"),
+                DType::Q5K,
+                "16 / 8 = 2 layers"
+            );
+            assert_eq!(to(&p, "blk.2.ffn_down.weight"), base);
+            assert_eq!(to(&p, "blk.0.ffn_up.weight"), DType::IQ4NL, "160 = 5 × 32");
+        }
+        let mut md = md;
+        md.set("llama.attention.head_count_kv", 32u32);
+        let p = plans(QuantType::IQ4XS, &md, &specs);
+        assert_eq!(to(&p, "blk.3.attn_v.weight"), DType::IQ4XS, "no GQA");
     }
 
     #[test]

@@ -39,11 +39,15 @@ pub enum QuantType {
     Q5KM,
     /// Q6_K.
     Q6K,
+    /// IQ4_NL (with Q5_K for the sensitive tensors).
+    IQ4NL,
+    /// IQ4_XS (with Q5_K for the sensitive tensors).
+    IQ4XS,
 }
 
 impl QuantType {
     /// Every type.
-    pub const ALL: [QuantType; 13] = [
+    pub const ALL: [QuantType; 15] = [
         QuantType::F32,
         QuantType::F16,
         QuantType::BF16,
@@ -57,6 +61,8 @@ impl QuantType {
         QuantType::Q4KM,
         QuantType::Q5KM,
         QuantType::Q6K,
+        QuantType::IQ4NL,
+        QuantType::IQ4XS,
     ];
 
     /// The lowercase name (`q4_k_m`).
@@ -75,6 +81,8 @@ impl QuantType {
             QuantType::Q4KM => "q4_k_m",
             QuantType::Q5KM => "q5_k_m",
             QuantType::Q6K => "q6_k",
+            QuantType::IQ4NL => "iq4_nl",
+            QuantType::IQ4XS => "iq4_xs",
         }
     }
 
@@ -94,6 +102,8 @@ impl QuantType {
             QuantType::Q4KM => DType::Q4K,
             QuantType::Q5KM => DType::Q5K,
             QuantType::Q6K => DType::Q6K,
+            QuantType::IQ4NL => DType::IQ4NL,
+            QuantType::IQ4XS => DType::IQ4XS,
         }
     }
 
@@ -112,8 +122,58 @@ impl QuantType {
             QuantType::Q4KM => 15,
             QuantType::Q5KM => 17,
             QuantType::Q6K => 18,
+            QuantType::IQ4NL => 25,
+            QuantType::IQ4XS => 30,
             QuantType::BF16 => 32,
         }
+    }
+
+    /// llama.cpp's name of a `general.file_type` value (`llama_ftype`, as `llama-quantize`
+    /// names it: `Q4_K_M`, `IQ2_XXS`, ...), including the types tempra does not write.
+    pub fn file_type_name(file_type: u32) -> Option<&'static str> {
+        const NAMES: [(u32, &str); 37] = [
+            (0, "F32"),
+            (1, "F16"),
+            (2, "Q4_0"),
+            (3, "Q4_1"),
+            (7, "Q8_0"),
+            (8, "Q5_0"),
+            (9, "Q5_1"),
+            (10, "Q2_K"),
+            (11, "Q3_K_S"),
+            (12, "Q3_K_M"),
+            (13, "Q3_K_L"),
+            (14, "Q4_K_S"),
+            (15, "Q4_K_M"),
+            (16, "Q5_K_S"),
+            (17, "Q5_K_M"),
+            (18, "Q6_K"),
+            (19, "IQ2_XXS"),
+            (20, "IQ2_XS"),
+            (21, "Q2_K_S"),
+            (22, "IQ3_XS"),
+            (23, "IQ3_XXS"),
+            (24, "IQ1_S"),
+            (25, "IQ4_NL"),
+            (26, "IQ3_S"),
+            (27, "IQ3_M"),
+            (28, "IQ2_S"),
+            (29, "IQ2_M"),
+            (30, "IQ4_XS"),
+            (31, "IQ1_M"),
+            (32, "BF16"),
+            (36, "TQ1_0"),
+            (37, "TQ2_0"),
+            (38, "MXFP4_MOE"),
+            (39, "NVFP4"),
+            (40, "Q1_0"),
+            (41, "Q2_0"),
+            (1024, "GUESSED"),
+        ];
+        NAMES
+            .iter()
+            .find(|(ft, _)| *ft == file_type)
+            .map(|(_, name)| *name)
     }
 
     /// The type named `name` (case-insensitive), or `None`.
@@ -154,5 +214,16 @@ mod tests {
         }
         let e = "q4_k_s".parse::<QuantType>().unwrap_err().to_string();
         assert!(e.contains("q4_k_s") && e.contains("q4_k_m"), "{e}");
+    }
+
+    #[test]
+    fn file_type_names_are_llama_cpps() {
+        for t in QuantType::ALL {
+            let name = QuantType::file_type_name(t.file_type()).unwrap();
+            assert_eq!(name.to_lowercase(), t.name(), "{t}");
+        }
+        assert_eq!(QuantType::file_type_name(19), Some("IQ2_XXS"));
+        assert_eq!(QuantType::file_type_name(37), Some("TQ2_0"));
+        assert_eq!(QuantType::file_type_name(4), None, "removed from llama.cpp");
     }
 }

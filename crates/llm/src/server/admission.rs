@@ -2,15 +2,20 @@
 //!
 //! A request is admitted while the busy slots plus the waiting requests are fewer than
 //! the slots plus the queue length; otherwise the handler answers 429 at once. The
-//! engine thread takes waiting jobs when a slot frees up.
+//! engine thread takes waiting jobs when a slot frees up. A queued job holds its place
+//! through a [`QueuePlace`]: when the handler drops it (the client disconnected) the job
+//! leaves the queue at once, so dead waiters never cost live clients a 429.
 
 use std::collections::VecDeque;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::engine::{FinishReason, SamplerConfig};
+use crate::grammar::{OutputConstraint, TokenTrie};
+use crate::server::metrics::Metrics;
 
 /// What a job asks the engine for.
 #[derive(Debug)]
@@ -25,6 +30,10 @@ pub(crate) struct Job {
     pub(crate) stop: Vec<String>,
     /// Keep going past end-of-generation tokens.
     pub(crate) ignore_eos: bool,
+    /// The grammar the output is held to, if any.
+    pub(crate) constraint: Option<OutputConstraint>,
+    /// The vocabulary's pieces: tokens it preserves (tool-call markers) render as text.
+    pub(crate) trie: Arc<TokenTrie>,
     /// Where the engine sends the text and the end.
     pub(crate) events: UnboundedSender<JobEvent>,
 }
@@ -47,6 +56,8 @@ pub(crate) enum JobEvent {
     },
     /// The engine failed on this job.
     Failed(String),
+    /// The request cannot go on (its grammar is too ambiguous): a client error.
+    Invalid(String),
 }
 
 /// Queue counts at one moment.
@@ -60,8 +71,12 @@ pub(crate) struct Occupancy {
 
 #[derive(Debug, Default)]
 struct State {
-    waiting: VecDeque<Job>,
+    /// Waiting jobs with their tickets.
+    waiting: VecDeque<(u64, Job)>,
     busy: usize,
+    next_ticket: u64,
+    /// New jobs are refused (the server is draining); the engine still runs.
+    refusing: bool,
     closed: bool,
 }
 
@@ -72,6 +87,27 @@ pub(crate) struct Admission {
     wake: Condvar,
     slots: usize,
     queue: usize,
+    metrics: Arc<Metrics>,
+}
+
+/// A submitted job's claim on the queue: dropping it while the job still waits takes the
+/// job out of the queue (and counts it cancelled); once the engine took the job it does
+/// nothing (the engine sees the closed channel instead).
+#[derive(Debug)]
+pub(crate) struct QueuePlace {
+    admission: Arc<Admission>,
+    ticket: u64,
+}
+
+impl Drop for QueuePlace {
+    fn drop(&mut self) {
+        if self.admission.withdraw(self.ticket) {
+            self.admission
+                .metrics
+                .cancelled_requests
+                .fetch_add(1, Ordering::Relaxed);
+        }
+    }
 }
 
 /// Why a job was not admitted.
@@ -89,13 +125,15 @@ pub(crate) enum Rejected {
 }
 
 impl Admission {
-    /// A queue for `slots` slots and `queue` waiting jobs.
-    pub(crate) fn new(slots: usize, queue: usize) -> Admission {
+    /// A queue for `slots` slots and `queue` waiting jobs; withdrawn jobs are counted in
+    /// `metrics`.
+    pub(crate) fn new(slots: usize, queue: usize, metrics: Arc<Metrics>) -> Admission {
         Admission {
             state: Mutex::new(State::default()),
             wake: Condvar::new(),
             slots,
             queue,
+            metrics,
         }
     }
 
@@ -105,10 +143,11 @@ impl Admission {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Queues `job`, or says why not.
-    pub(crate) fn submit(&self, job: Job) -> Result<(), Rejected> {
+    /// Queues `job`, or says why not. Keep the returned place for as long as the client
+    /// waits for the job.
+    pub(crate) fn submit(self: &Arc<Self>, job: Job) -> Result<QueuePlace, Rejected> {
         let mut state = self.lock();
-        if state.closed {
+        if state.closed || state.refusing {
             return Err(Rejected::Closed);
         }
         if state.busy + state.waiting.len() >= self.slots + self.queue {
@@ -117,16 +156,34 @@ impl Admission {
                 queue: self.queue,
             });
         }
-        state.waiting.push_back(job);
+        let ticket = state.next_ticket;
+        state.next_ticket += 1;
+        state.waiting.push_back((ticket, job));
         drop(state);
         self.wake.notify_one();
-        Ok(())
+        Ok(QueuePlace {
+            admission: Arc::clone(self),
+            ticket,
+        })
+    }
+
+    /// Takes the job of `ticket` out of the queue if it still waits; returns whether it
+    /// did.
+    fn withdraw(&self, ticket: u64) -> bool {
+        let mut state = self.lock();
+        match state.waiting.iter().position(|(t, _)| *t == ticket) {
+            Some(i) => {
+                state.waiting.remove(i);
+                true
+            }
+            None => false,
+        }
     }
 
     /// The next waiting job, counted busy from now; `None` when none waits.
     pub(crate) fn take(&self) -> Option<Job> {
         let mut state = self.lock();
-        let job = state.waiting.pop_front()?;
+        let (_, job) = state.waiting.pop_front()?;
         state.busy += 1;
         Some(job)
     }
@@ -152,6 +209,11 @@ impl Admission {
     pub(crate) fn release(&self) {
         let mut state = self.lock();
         state.busy = state.busy.saturating_sub(1);
+    }
+
+    /// Refuses new jobs from now on (shutting down); waiting and running jobs go on.
+    pub(crate) fn refuse_new(&self) {
+        self.lock().refusing = true;
     }
 
     /// Refuses new jobs, drops the waiting ones (their clients see the stream end) and

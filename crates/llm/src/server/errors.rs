@@ -2,7 +2,7 @@
 //! `{"error": {"message", "type", "param", "code"}}`.
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
@@ -19,7 +19,12 @@ pub(crate) struct ApiError {
     pub(crate) param: Option<String>,
     /// A machine-readable code, if any.
     pub(crate) code: Option<&'static str>,
+    /// Headers to send with it (`Retry-After`, `WWW-Authenticate`, `Connection`).
+    pub(crate) headers: Vec<(HeaderName, &'static str)>,
 }
+
+/// Seconds a client is asked to wait before retrying a 429 or 503 (`Retry-After`).
+pub(crate) const RETRY_AFTER_SECS: &str = "1";
 
 #[derive(Serialize)]
 struct Body<'a> {
@@ -44,7 +49,58 @@ impl ApiError {
             kind: "invalid_request_error",
             param: param.map(str::to_owned),
             code: None,
+            headers: Vec::new(),
         }
+    }
+
+    /// A 429: the server or this API key is at its limit; `Retry-After` says when to
+    /// try again.
+    pub(crate) fn rate_limited(message: impl Into<String>) -> ApiError {
+        ApiError {
+            status: StatusCode::TOO_MANY_REQUESTS,
+            message: message.into(),
+            kind: "rate_limit_exceeded",
+            param: None,
+            code: Some("rate_limit_exceeded"),
+            headers: vec![(header::RETRY_AFTER, RETRY_AFTER_SECS)],
+        }
+    }
+
+    /// A 413: the request body is (or says it is) larger than `limit` bytes.
+    pub(crate) fn body_too_large(limit: usize) -> ApiError {
+        ApiError::invalid(
+            None,
+            format!("the request body is larger than {limit} bytes"),
+        )
+        .with_status(StatusCode::PAYLOAD_TOO_LARGE)
+        .with_code("request_too_large")
+    }
+
+    /// A 401: no API key, or not one of the server's.
+    pub(crate) fn unauthorized(message: impl Into<String>) -> ApiError {
+        ApiError::invalid(None, message)
+            .with_status(StatusCode::UNAUTHORIZED)
+            .with_code("invalid_api_key")
+            .with_header(header::WWW_AUTHENTICATE, "Bearer")
+    }
+
+    /// A 403 refusing a browser request (foreign `Origin` or `Host`).
+    pub(crate) fn forbidden(code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError::invalid(None, message)
+            .with_status(StatusCode::FORBIDDEN)
+            .with_code(code)
+    }
+
+    /// With a header.
+    pub(crate) fn with_header(mut self, name: HeaderName, value: &'static str) -> ApiError {
+        self.headers.push((name, value));
+        self
+    }
+
+    /// Asking the client to close the connection after it (the request body was not
+    /// read to its end).
+    pub(crate) fn closing(self) -> ApiError {
+        self.with_header(header::CONNECTION, "close")
     }
 
     /// With a machine-readable code.
@@ -67,6 +123,7 @@ impl ApiError {
             kind: "server_error",
             param: None,
             code: None,
+            headers: Vec::new(),
         }
     }
 }
@@ -81,6 +138,12 @@ impl IntoResponse for ApiError {
                 code: self.code,
             },
         };
-        (self.status, Json(body)).into_response()
+        let mut response = (self.status, Json(body)).into_response();
+        for (name, value) in self.headers {
+            response
+                .headers_mut()
+                .append(name, HeaderValue::from_static(value));
+        }
+        response
     }
 }

@@ -37,12 +37,12 @@ mod tests {
 
     #[test]
     fn refuses_with_the_arithmetic() {
-        assert!(check_slots_fit(4, 2048, 1000, 400, 100, Some(4500)).is_ok());
-        assert!(check_slots_fit(4, 2048, 1000, 400, 100, None).is_ok());
-        let err = check_slots_fit(4, 2048, 1000, 400, 101, Some(4500)).expect_err("too big");
+        assert!(check_slots_fit(4, 8, 1000, 400, 100, Some(4500)).is_ok());
+        assert!(check_slots_fit(4, 8, 1000, 400, 100, None).is_ok());
+        let err = check_slots_fit(4, 8, 1000, 400, 101, Some(4500)).expect_err("too big");
         assert_eq!(
             err.to_string(),
-            "not enough memory for 4 KV slots: 4 x 1000 B (context 2048 positions) = 4000 B + weights 400 B + step arena 101 B = 4501 B, but only 4500 B are available (lower --kv-slots or --ctx)"
+            "not enough memory for 4 KV slots: 4 x 1000 B (context 8 positions of 125 B) = 4000 B + weights 400 B + step arena 101 B = 4501 B, but only 4500 B are available (lower --kv-slots or --ctx, or use a smaller --kv-type: f16, q8_0, q4_0)"
         );
     }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use tempra_pool::PoolStats;
 
 use crate::server::admission::Occupancy;
+use crate::server::connections::{CloseReason, Connections};
 
 /// Counters updated by the handlers and the engine thread (relaxed atomics: each is
 /// independent).
@@ -20,6 +21,12 @@ pub(crate) struct Metrics {
     pub(crate) rejected_requests: AtomicU64,
     /// Requests answered with another 4xx.
     pub(crate) invalid_requests: AtomicU64,
+    /// Requests answered 401 (no or wrong API key).
+    pub(crate) unauthorized_requests: AtomicU64,
+    /// Requests answered 403 (a foreign `Origin` or `Host`).
+    pub(crate) forbidden_requests: AtomicU64,
+    /// Requests whose body did not arrive within the body timeout (408).
+    pub(crate) body_timeouts: AtomicU64,
     /// Jobs the engine failed.
     pub(crate) failed_requests: AtomicU64,
     /// Jobs whose client went away before the end.
@@ -49,9 +56,15 @@ pub(crate) fn add_duration(counter: &AtomicU64, d: Duration) {
 }
 
 impl Metrics {
-    /// The Prometheus text exposition of the counters, the slot occupancy and the
-    /// transient pool's statistics.
-    pub(crate) fn render(&self, slots: usize, occupancy: Occupancy, pool: &PoolStats) -> String {
+    /// The Prometheus text exposition of the counters, the slot occupancy, the HTTP
+    /// connections and the transient pool's statistics.
+    pub(crate) fn render(
+        &self,
+        slots: usize,
+        occupancy: Occupancy,
+        connections: &Connections,
+        pool: &PoolStats,
+    ) -> String {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         let mut out = String::with_capacity(4096);
         let mut metric = |name: &str, kind: &str, help: &str, samples: &[(&str, f64)]| {
@@ -87,6 +100,24 @@ impl Metrics {
             "counter",
             "Requests answered with a 4xx error other than 429.",
             &[("", get(&self.invalid_requests) as f64)],
+        );
+        metric(
+            "tempra_requests_unauthorized_total",
+            "counter",
+            "Requests answered 401: no API key or a wrong one.",
+            &[("", get(&self.unauthorized_requests) as f64)],
+        );
+        metric(
+            "tempra_requests_forbidden_total",
+            "counter",
+            "Requests answered 403: an Origin or Host the server does not answer.",
+            &[("", get(&self.forbidden_requests) as f64)],
+        );
+        metric(
+            "tempra_request_body_timeouts_total",
+            "counter",
+            "Requests answered 408 because their body did not arrive within the body timeout.",
+            &[("", get(&self.body_timeouts) as f64)],
         );
         metric(
             "tempra_requests_failed_total",
@@ -160,6 +191,48 @@ impl Metrics {
             "gauge",
             "Requests waiting for a slot.",
             &[("", occupancy.waiting as f64)],
+        );
+        let stats = &connections.stats;
+        metric(
+            "tempra_http_connections",
+            "gauge",
+            "HTTP connections open.",
+            &[("", connections.count() as f64)],
+        );
+        metric(
+            "tempra_http_connections_busy",
+            "gauge",
+            "HTTP connections with a request in progress (this one included).",
+            &[("", connections.busy_count() as f64)],
+        );
+        metric(
+            "tempra_http_connections_accepted_total",
+            "counter",
+            "HTTP connections accepted.",
+            &[("", get(&stats.accepted) as f64)],
+        );
+        let closed = |reason| connections.closed_by(reason) as f64;
+        metric(
+            "tempra_http_connections_closed_total",
+            "counter",
+            "HTTP connections the server closed: a request head slower than the header timeout, idle longer than the idle timeout, or evicted (the oldest without a request in progress) to admit a new one.",
+            &[
+                (
+                    "{reason=\"header_timeout\"}",
+                    closed(CloseReason::HeaderTimeout),
+                ),
+                (
+                    "{reason=\"idle_timeout\"}",
+                    closed(CloseReason::IdleTimeout),
+                ),
+                ("{reason=\"evicted\"}", closed(CloseReason::Evicted)),
+            ],
+        );
+        metric(
+            "tempra_http_connections_refused_total",
+            "counter",
+            "New HTTP connections answered 503 because every open connection had a request in progress.",
+            &[("", get(&stats.refused) as f64)],
         );
         metric(
             "tempra_pool_hits_total",

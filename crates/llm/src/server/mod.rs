@@ -8,13 +8,38 @@
 //!   (Prometheus text).
 //! - Slots: `slots` sessions, each with its KV cache allocated once at startup (after a
 //!   check that they fit in memory next to the weights). Requests beyond the slots wait
-//!   in a queue of `queue`; beyond that they get 429 at once.
+//!   in a queue of `queue`; beyond that they get 429 at once. A waiting request whose
+//!   client disconnects leaves the queue at once.
 //! - One engine thread owns the slots: it admits waiting requests into free slots
 //!   (prefilling the prompt after the prefix the slot already holds: the prompt cache),
 //!   and runs one batched decode step per iteration for every active slot
 //!   ([`step_batch`](crate::engine::step_batch): one read of the weights for all).
 //!   The HTTP side runs on a tokio runtime of its own threads and talks to the engine
 //!   over channels; a client that disconnects frees its slot before the next step.
+//! - Connections: HTTP/1.1 on hyper, under an accept loop of its own. A request head
+//!   must arrive within [`ServerConfig::header_timeout`], its body within
+//!   [`ServerConfig::body_timeout`] (else 408), and a kept-alive connection idles at most
+//!   [`ServerConfig::idle_timeout`]. At [`ServerConfig::max_connections`], or when the
+//!   process runs out of file descriptors, the connection that has waited longest
+//!   without a request in progress is closed to admit the new one; when every
+//!   connection has a request in progress a new one gets 503. A `Content-Length` over
+//!   `max_body_bytes` gets 413 before any of the body is read. Shutdown stops
+//!   accepting, refuses new generations (503), closes idle connections, lets running
+//!   requests finish for up to [`ServerConfig::drain_timeout`], then closes every
+//!   socket.
+//! - Who may call: with [`ServerConfig::api_keys`], every endpoint but `/health` needs
+//!   `Authorization: Bearer KEY` (compared in constant time; 401 otherwise), and
+//!   [`ServerConfig::api_key_concurrency`] bounds each key's requests in flight. A
+//!   request carrying an `Origin` not in [`ServerConfig::cors_origins`] is refused (403),
+//!   allowed origins get CORS headers and preflights; a `Host` that is not an IP
+//!   address, `localhost` or one of [`ServerConfig::allowed_hosts`] is refused (403, DNS
+//!   rebinding). Clients that send no `Origin` (curl, SDKs) are not affected.
+//! - Message text stays text: chat prompts are tokenized with
+//!   [`ChatTemplate::prompt_tokens`](crate::chat::ChatTemplate::prompt_tokens), so
+//!   control-token text inside messages is plain text; roles other than
+//!   [`STANDARD_ROLES`] and [`ServerConfig::extra_roles`] get 400 naming
+//!   `messages[i].role`. A raw `/v1/completions` prompt keeps special-token parsing:
+//!   the caller writes the whole prompt.
 //! - Sampling fields: `max_tokens` (or `max_completion_tokens`), `temperature`, `top_p`,
 //!   `top_k`, `min_p`, `seed`, `stop` (a string or a list), `repetition_penalty`
 //!   (alias `repeat_penalty`), `frequency_penalty`, `presence_penalty`, `n` (only 1),
@@ -24,7 +49,9 @@
 //! - Errors are OpenAI-style JSON, `{"error": {"message", "type", "param", "code"}}`:
 //!   400 for malformed JSON, fields of the wrong type or out of range, `n` ≠ 1, an
 //!   empty prompt or one that leaves no room in the context (`context_length_exceeded`);
-//!   413 for a body over `max_body_bytes`; 429 when the queue is full.
+//!   401 (`invalid_api_key`), 403 (`origin_not_allowed`, `host_not_allowed`), 408
+//!   (`request_timeout`), 413 (`request_too_large`), 429 (type and code
+//!   `rate_limit_exceeded`, with `Retry-After`) and 503 while shutting down.
 //!
 //! ```no_run
 //! use std::net::TcpListener;
@@ -39,11 +66,18 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod accept;
 mod admission;
+mod api_keys;
+mod bodies;
+mod browser;
+mod connections;
 mod errors;
+mod gate;
 mod memory_guard;
 mod metrics;
 mod openai;
+mod reply_stream;
 mod routes;
 mod running;
 mod scheduler;
@@ -51,7 +85,12 @@ mod slot;
 mod sse;
 mod state;
 mod stop_text;
+mod structured;
+mod tracked_io;
 
+use std::time::Duration;
+
+pub use api_keys::ApiKey;
 pub use running::Server;
 
 /// The default number of KV slots.
@@ -60,8 +99,20 @@ pub const DEFAULT_SLOTS: usize = 4;
 pub const DEFAULT_QUEUE: usize = 16;
 /// The default request body limit (1 MiB).
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1 << 20;
+/// The default time a request head may take to arrive (10 s).
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// The default time a request body may take to arrive after its head (30 s).
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
+/// The default time a kept-alive connection may idle between requests (30 s).
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// The default cap on open connections.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+/// The default time running requests get to finish at shutdown (10 s).
+pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// The roles a chat message may have without `--allow-role`.
+pub const STANDARD_ROLES: [&str; 5] = ["system", "user", "assistant", "tool", "developer"];
 
-/// How to run a [`Server`].
+/// How to run a [`Server`]. Its `Debug` form hides the API keys.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServerConfig {
     /// The model's id in `/v1/models` and in responses (the CLI uses the file stem).
@@ -78,12 +129,41 @@ pub struct ServerConfig {
     pub http_threads: usize,
     /// Shut down on SIGINT/SIGTERM (the CLI); tests leave signals alone.
     pub handle_signals: bool,
+    /// A request head (request line and headers) must arrive within this time of the
+    /// connection opening or of its first byte; otherwise the connection is closed.
+    pub header_timeout: Duration,
+    /// A request body must arrive within this time of its head; otherwise 408 and the
+    /// connection is closed.
+    pub body_timeout: Duration,
+    /// A kept-alive connection idle for this long is closed.
+    pub idle_timeout: Duration,
+    /// The most connections open at once; at the cap the connection that has waited
+    /// longest without a request in progress is closed to admit a new one.
+    pub max_connections: usize,
+    /// At shutdown, running requests get this long to finish before every connection is
+    /// closed.
+    pub drain_timeout: Duration,
+    /// Keys a client must present as `Authorization: Bearer KEY` (empty: no
+    /// authentication). `/health` stays open.
+    pub api_keys: Vec<ApiKey>,
+    /// The most generation requests one API key may have running or queued at once
+    /// (`None`: no limit beyond the slots and the queue).
+    pub api_key_concurrency: Option<usize>,
+    /// Origins whose web pages may call the server (`*`: any); requests carrying another
+    /// `Origin` are refused.
+    pub cors_origins: Vec<String>,
+    /// Host names the server answers besides IP addresses and `localhost` (DNS
+    /// rebinding protection): `name`, `*.name` for its subdomains, or `*` for any.
+    pub allowed_hosts: Vec<String>,
+    /// Chat message roles accepted besides [`STANDARD_ROLES`].
+    pub extra_roles: Vec<String>,
 }
 
 impl ServerConfig {
     /// The defaults for a model called `model_id`: [`DEFAULT_SLOTS`] slots, a queue of
     /// [`DEFAULT_QUEUE`], [`DEFAULT_MAX_BODY_BYTES`], the model's own template, two HTTP
-    /// threads, no signal handling.
+    /// threads, no signal handling, the `DEFAULT_*` timeouts and connection cap, no API
+    /// keys, no CORS origins, no extra hosts or roles.
     pub fn new(model_id: impl Into<String>) -> ServerConfig {
         ServerConfig {
             model_id: model_id.into(),
@@ -93,6 +173,16 @@ impl ServerConfig {
             chat_template: None,
             http_threads: 2,
             handle_signals: false,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+            api_keys: Vec::new(),
+            api_key_concurrency: None,
+            cors_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            extra_roles: Vec::new(),
         }
     }
 }

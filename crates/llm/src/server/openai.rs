@@ -3,8 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::chat::ChatMessage;
+use crate::chat::{ChatMessage, ToolCall};
 use crate::engine::{FinishReason, SamplerConfig};
+use crate::json::JsonValue;
 use crate::server::errors::ApiError;
 
 /// The most stop strings a request may give.
@@ -61,6 +62,39 @@ pub(crate) struct MessageIn {
     /// The content (`null` is an empty message).
     #[serde(default)]
     pub(crate) content: Option<Content>,
+    /// The author's name.
+    #[serde(default)]
+    pub(crate) name: Option<String>,
+    /// An assistant turn's tool calls.
+    #[serde(default)]
+    pub(crate) tool_calls: Option<Vec<ToolCallIn>>,
+    /// The call a `tool` message answers.
+    #[serde(default)]
+    pub(crate) tool_call_id: Option<String>,
+    /// An assistant turn's reasoning (as llama-server and reasoning APIs return it).
+    #[serde(default)]
+    pub(crate) reasoning_content: Option<String>,
+}
+
+/// One tool call of an assistant message.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ToolCallIn {
+    /// The call's id.
+    #[serde(default)]
+    pub(crate) id: Option<String>,
+    /// The call.
+    pub(crate) function: FunctionCallIn,
+}
+
+/// A function call: its name and arguments (a JSON string, as OpenAI sends them, or an
+/// object).
+#[derive(Debug, Deserialize)]
+pub(crate) struct FunctionCallIn {
+    /// The function.
+    pub(crate) name: String,
+    /// The arguments.
+    #[serde(default)]
+    pub(crate) arguments: Option<JsonValue>,
 }
 
 /// `stream_options`.
@@ -131,6 +165,31 @@ pub(crate) struct GenerationRequest {
     /// Keep generating past end-of-generation tokens (llama.cpp's extension).
     #[serde(default)]
     pub(crate) ignore_eos: Option<bool>,
+    /// `{"type": "text" | "json_object" | "json_schema", ...}`.
+    #[serde(default)]
+    pub(crate) response_format: Option<JsonValue>,
+    /// A GBNF grammar the output must match (llama-server's field).
+    #[serde(default)]
+    pub(crate) grammar: Option<String>,
+    /// A JSON schema the output must match (llama-server's field).
+    #[serde(default)]
+    pub(crate) json_schema: Option<JsonValue>,
+    /// Tool definitions.
+    #[serde(default)]
+    pub(crate) tools: Option<JsonValue>,
+    /// `auto`, `none`, `required` or `{"type": "function", "function": {"name": ...}}`.
+    #[serde(default)]
+    pub(crate) tool_choice: Option<JsonValue>,
+    /// Whether several tool calls may come in one reply (default true).
+    #[serde(default)]
+    pub(crate) parallel_tool_calls: Option<bool>,
+    /// Extra variables for the chat template (llama-server's field).
+    #[serde(default)]
+    pub(crate) chat_template_kwargs: Option<JsonValue>,
+    /// The template's `enable_thinking` (a shorthand for
+    /// `chat_template_kwargs.enable_thinking`).
+    #[serde(default)]
+    pub(crate) enable_thinking: Option<bool>,
 }
 
 /// A request's generation settings, checked.
@@ -250,8 +309,9 @@ impl GenerationRequest {
         })
     }
 
-    /// The chat messages, or a 400.
-    pub(crate) fn chat_messages(&self) -> Result<Vec<ChatMessage>, ApiError> {
+    /// The chat messages, or a 400 (a missing or empty list, content parts that are not
+    /// text, a role not in `roles`).
+    pub(crate) fn chat_messages(&self, roles: &[String]) -> Result<Vec<ChatMessage>, ApiError> {
         let Some(messages) = &self.messages else {
             return Err(ApiError::invalid(
                 Some("messages"),
@@ -261,10 +321,21 @@ impl GenerationRequest {
         check(!messages.is_empty(), "messages", || {
             "`messages` must hold at least one message".into()
         })?;
+        // The ids of the tool calls made so far.
+        let mut call_ids: Vec<String> = Vec::new();
         messages
             .iter()
             .enumerate()
             .map(|(i, m)| {
+                if !roles.contains(&m.role) {
+                    let param = format!("messages[{i}].role");
+                    let message = format!(
+                        "`{param}`: {:?} is not a role this server accepts ({}); an operator can add one with --allow-role",
+                        m.role,
+                        roles.join(", ")
+                    );
+                    return Err(ApiError::invalid(Some(&param), message));
+                }
                 let content = match &m.content {
                     None => String::new(),
                     Some(Content::Text(t)) => t.clone(),
@@ -284,16 +355,75 @@ impl GenerationRequest {
                         text
                     }
                 };
-                Ok(ChatMessage::new(m.role.clone(), content))
+                let mut message = ChatMessage::new(m.role.clone(), content);
+                if let Some(name) = &m.name {
+                    message = message.with_name(name.clone());
+                }
+                if let Some(r) = &m.reasoning_content {
+                    message = message.with_reasoning(r.clone());
+                }
+                if let Some(calls) = &m.tool_calls {
+                    message = message.with_tool_calls(tool_calls(i, calls, &mut call_ids)?);
+                }
+                if m.role == "tool" {
+                    let param = format!("messages[{i}].tool_call_id");
+                    let Some(id) = &m.tool_call_id else {
+                        return Err(ApiError::invalid(
+                            Some(&param),
+                            format!("`{param}` is required in a tool message (the id of the call it answers)"),
+                        ));
+                    };
+                    if !call_ids.contains(id) {
+                        return Err(ApiError::invalid(
+                            Some(&param),
+                            format!("`{param}`: no earlier assistant message made a tool call with id {id:?}"),
+                        ));
+                    }
+                    message = message.with_tool_call_id(id.clone());
+                }
+                Ok(message)
             })
             .collect()
     }
 }
 
-/// OpenAI's `finish_reason` for an engine finish.
-pub(crate) fn finish_reason(reason: FinishReason) -> &'static str {
+/// The tool calls of message `i`, with their ids added to `ids`; arguments given as a
+/// JSON string are parsed (templates get them as objects).
+fn tool_calls(
+    i: usize,
+    calls: &[ToolCallIn],
+    ids: &mut Vec<String>,
+) -> Result<Vec<ToolCall>, ApiError> {
+    calls
+        .iter()
+        .enumerate()
+        .map(|(j, c)| {
+            let param = format!("messages[{i}].tool_calls[{j}]");
+            let id = c.id.clone().unwrap_or_else(|| format!("call_{i}_{j}"));
+            let arguments = match &c.function.arguments {
+                None => JsonValue::Object(Vec::new()),
+                Some(JsonValue::String(text)) => JsonValue::parse(text).map_err(|e| {
+                    let p = format!("{param}.function.arguments");
+                    ApiError::invalid(Some(&p), format!("`{p}` is not JSON: {e}"))
+                })?,
+                Some(v) => v.clone(),
+            };
+            ids.push(id.clone());
+            Ok(ToolCall {
+                id,
+                name: c.function.name.clone(),
+                arguments,
+            })
+        })
+        .collect()
+}
+
+/// OpenAI's `finish_reason` for an engine finish (`tool_calls` when the reply called
+/// tools and was not cut short).
+pub(crate) fn finish_reason(reason: FinishReason, called: bool) -> &'static str {
     match reason {
         FinishReason::Length | FinishReason::ContextFull => "length",
+        _ if called => "tool_calls",
         _ => "stop",
     }
 }
@@ -394,6 +524,47 @@ impl ResponseHead {
             "created": self.created,
             "model": self.model,
             "choices": [choice],
+        })
+    }
+
+    /// A chat chunk with `delta` (reasoning, content or tool calls; the role on the first
+    /// chunk) and the finish reason on the last.
+    pub(crate) fn delta_chunk(
+        &self,
+        delta: serde_json::Value,
+        role: bool,
+        finish: Option<&str>,
+    ) -> serde_json::Value {
+        let mut delta = match delta {
+            serde_json::Value::Object(m) => m,
+            _ => serde_json::Map::new(),
+        };
+        if role {
+            delta.insert("role".into(), "assistant".into());
+        }
+        serde_json::json!({
+            "id": self.id,
+            "object": self.object(true),
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}],
+        })
+    }
+
+    /// The whole chat response with `message` (reasoning and tool calls included).
+    pub(crate) fn full_message(
+        &self,
+        message: serde_json::Value,
+        finish: &str,
+        usage: Usage,
+    ) -> serde_json::Value {
+        serde_json::json!({
+            "id": self.id,
+            "object": self.object(false),
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "message": message, "logprobs": null, "finish_reason": finish}],
+            "usage": usage,
         })
     }
 

@@ -4,24 +4,41 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use axum::Json;
-use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::{Extension, Json, Router};
 use tokio::sync::mpsc::unbounded_channel;
 
+use crate::chat::TemplateInputs;
 use crate::server::admission::{Job, JobEvent, Rejected};
+use crate::server::api_keys::Caller;
 use crate::server::errors::ApiError;
 use crate::server::openai::{
     Endpoint, GenerationRequest, Plan, Prompt, ResponseHead, Usage, finish_reason,
 };
+use crate::server::reply_stream::{ReplyStream, call_ids, message};
 use crate::server::sse::stream_response;
 use crate::server::state::AppState;
+use crate::server::structured::{
+    ChatContext, OutputPlan, ToolChoice, output_plan, request_tools, template_kwargs,
+};
 use crate::tokenizer::TokenizeOptions;
+
+/// A request ready to queue: its prompt tokens, settings, the template's stop strings
+/// and what its output is held to.
+struct Ready {
+    prompt: Vec<u32>,
+    plan: Plan,
+    stops: Vec<String>,
+    output: OutputPlan,
+}
+
+/// A prepared request, or why not.
+type Prepared = Result<Ready, ApiError>;
 
 /// The router over `state`.
 pub(crate) fn router(state: Arc<AppState>) -> Router {
@@ -81,14 +98,18 @@ async fn health(State(app): State<Arc<AppState>>) -> Response {
 
 async fn metrics(State(app): State<Arc<AppState>>) -> Response {
     let pool = app.model.autograd().ctx().pool_stats();
-    let text = app
-        .metrics
-        .render(app.slots, app.admission.occupancy(), &pool);
+    let text = app.metrics.render(
+        app.slots,
+        app.admission.occupancy(),
+        &app.connections,
+        &pool,
+    );
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
 
 async fn completions(
     State(app): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     app.metrics
@@ -97,36 +118,69 @@ async fn completions(
     let prepared = parse(&app, body).and_then(|request| {
         let plan = request.plan()?;
         let prompt = completion_prompt(&app, &request)?;
-        Ok((prompt, plan, Vec::new()))
+        if request.tools.is_some() {
+            return Err(ApiError::invalid(
+                Some("tools"),
+                "`tools` are for /v1/chat/completions",
+            ));
+        }
+        let output = output_plan(&request, None, None)?;
+        Ok(Ready {
+            prompt,
+            plan,
+            stops: Vec::new(),
+            output,
+        })
     });
-    respond(app, Endpoint::Completions, prepared).await
+    respond(app, caller, Endpoint::Completions, prepared).await
 }
 
 async fn chat_completions(
     State(app): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     app.metrics.chat_requests.fetch_add(1, Ordering::Relaxed);
     let prepared = parse(&app, body).and_then(|request| {
         let plan = request.plan()?;
-        let messages = request.chat_messages()?;
-        let text = app
+        let messages = request.chat_messages(&app.roles)?;
+        let tools = request_tools(&request)?;
+        let kwargs = template_kwargs(&request)?;
+        let inputs = TemplateInputs {
+            // With tool_choice "none" the model is not told about the tools.
+            tools: tools
+                .as_ref()
+                .filter(|t| t.choice != ToolChoice::None)
+                .map(|t| t.definitions.clone()),
+            kwargs,
+        };
+        // Message text stays text: control-token text inside it is not parsed.
+        let rendered = app
             .template
-            .render(&messages, true)
+            .render_prompt_with(&messages, &inputs, true, app.model.vocab())
             .map_err(|e| ApiError::invalid(Some("messages"), e.to_string()))?;
-        let vocab = app.model.vocab();
-        let bos_text = vocab.bos().and_then(|id| vocab.token_str(id));
-        let has_bos = bos_text.is_some_and(|b| !b.is_empty() && text.starts_with(b));
-        let prompt = vocab.tokenize(
-            &text,
-            TokenizeOptions {
-                add_special: !has_bos,
-                parse_special: true,
-            },
-        );
-        Ok((prompt, plan, app.template.stop_strings()))
+        let context = ChatContext {
+            tool_format: app.tool_format,
+            reasoning: app.reasoning,
+            prompt: rendered.text(),
+            kwargs: &inputs.kwargs,
+        };
+        let output = output_plan(&request, tools.as_ref(), Some(&context))?;
+        // A grammar's end is the reply's end: the fallback's stop string could cut
+        // JSON text.
+        let stops = if output.is_constrained() {
+            Vec::new()
+        } else {
+            app.template.stop_strings()
+        };
+        Ok(Ready {
+            prompt: rendered.tokenize(app.model.vocab()),
+            plan,
+            stops,
+            output,
+        })
     });
-    respond(app, Endpoint::Chat, prepared).await
+    respond(app, caller, Endpoint::Chat, prepared).await
 }
 
 /// The request body as JSON, or a 4xx naming what was wrong.
@@ -136,15 +190,7 @@ fn parse(
 ) -> Result<GenerationRequest, ApiError> {
     let bytes = body.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::invalid(
-                None,
-                format!(
-                    "the request body is larger than {} bytes",
-                    app.max_body_bytes
-                ),
-            )
-            .with_status(StatusCode::PAYLOAD_TOO_LARGE)
-            .with_code("request_too_large")
+            ApiError::body_too_large(app.max_body_bytes).closing()
         } else {
             ApiError::invalid(None, rejection.body_text()).with_status(rejection.status())
         }
@@ -166,7 +212,9 @@ fn parse(
     Ok(request)
 }
 
-/// The token ids of a completions request's prompt.
+/// The token ids of a completions request's prompt. Special-token text in a raw prompt
+/// is parsed (`<|im_start|>` becomes that token): the caller writes the whole prompt,
+/// unlike chat messages.
 fn completion_prompt(app: &AppState, request: &GenerationRequest) -> Result<Vec<u32>, ApiError> {
     let vocab = app.model.vocab();
     let text = match &request.prompt {
@@ -209,10 +257,11 @@ fn completion_prompt(app: &AppState, request: &GenerationRequest) -> Result<Vec<
 /// Queues the job and answers: a stream, the whole response, or an error.
 async fn respond(
     app: Arc<AppState>,
+    caller: Caller,
     endpoint: Endpoint,
-    prepared: Result<(Vec<u32>, Plan, Vec<String>), ApiError>,
+    prepared: Prepared,
 ) -> Response {
-    match generate(&app, endpoint, prepared).await {
+    match generate(&app, caller, endpoint, prepared).await {
         Ok(response) => response,
         Err(e) => {
             // Engine failures are counted by the engine thread.
@@ -230,10 +279,16 @@ async fn respond(
 
 async fn generate(
     app: &AppState,
+    caller: Caller,
     endpoint: Endpoint,
-    prepared: Result<(Vec<u32>, Plan, Vec<String>), ApiError>,
+    prepared: Prepared,
 ) -> Result<Response, ApiError> {
-    let (prompt, plan, extra_stops) = prepared?;
+    let Ready {
+        prompt,
+        plan,
+        stops: extra_stops,
+        output,
+    } = prepared?;
     let context = app.model.context_length();
     if prompt.is_empty() {
         return Err(ApiError::invalid(
@@ -256,28 +311,34 @@ async fn generate(
         .with_code("context_length_exceeded"));
     }
     let room = context - prompt.len();
+    let max_tokens = plan.max_tokens.unwrap_or(room).min(room);
+    let constraint = output.constraint(&app.trie, max_tokens)?;
     let mut stop = plan.stop;
     stop.extend(extra_stops);
     let (events, mut receiver) = unbounded_channel();
     let job = Job {
         prompt,
         sampler: plan.sampler,
-        max_tokens: plan.max_tokens.unwrap_or(room).min(room),
+        max_tokens,
         stop,
         ignore_eos: plan.ignore_eos,
+        constraint,
+        trie: Arc::clone(&app.trie),
         events,
     };
-    app.admission.submit(job).map_err(|rejected| match rejected {
-        Rejected::Full { slots, queue } => ApiError::server(
-            StatusCode::TOO_MANY_REQUESTS,
-            format!("the server is busy: all {slots} slots are busy and the queue of {queue} is full; retry later"),
-        )
-        .with_code("rate_limit_exceeded"),
+    // Held until the response ends or the client leaves: dropping the place takes a
+    // job that still waits out of the queue, dropping the permit frees the key's share.
+    let permit = app.key_limits.acquire(caller)?;
+    let place = app.admission.submit(job).map_err(|rejected| match rejected {
+        Rejected::Full { slots, queue } => ApiError::rate_limited(format!(
+            "the server is busy: all {slots} slots are busy and the queue of {queue} is full; retry later"
+        )),
         Rejected::Closed => ApiError::server(
             StatusCode::SERVICE_UNAVAILABLE,
             "the server is shutting down",
         ),
     })?;
+    let hold = (place, permit);
     let head = ResponseHead {
         endpoint,
         id: app.response_id(match endpoint {
@@ -287,8 +348,17 @@ async fn generate(
         created: crate::server::state::unix_now(),
         model: app.model_id.clone(),
     };
+    let reply = output
+        .parser
+        .map(|p| ReplyStream::new(p, output.tool_format, &head.id));
     if plan.stream {
-        return Ok(stream_response(receiver, head, plan.include_usage));
+        return Ok(stream_response(
+            receiver,
+            head,
+            plan.include_usage,
+            reply,
+            hold,
+        ));
     }
     let mut text = String::new();
     loop {
@@ -301,11 +371,24 @@ async fn generate(
                 completion_tokens,
             }) => {
                 let usage = Usage::new(prompt_tokens, cached_tokens, completion_tokens);
-                return Ok(Json(head.full(&text, finish_reason(reason), usage)).into_response());
+                drop(hold);
+                let Some(mut reply) = reply else {
+                    return Ok(
+                        Json(head.full(&text, finish_reason(reason, false), usage)).into_response()
+                    );
+                };
+                reply.push(&text);
+                let (_, parsed) = reply.finish();
+                let ids = call_ids(&parsed, output.tool_format, &head.id);
+                let finish = finish_reason(reason, !parsed.calls.is_empty());
+                return Ok(
+                    Json(head.full_message(message(&parsed, &ids), finish, usage)).into_response(),
+                );
             }
             Some(JobEvent::Failed(message)) => {
                 return Err(ApiError::server(StatusCode::INTERNAL_SERVER_ERROR, message));
             }
+            Some(JobEvent::Invalid(message)) => return Err(ApiError::invalid(None, message)),
             None => {
                 return Err(ApiError::server(
                     StatusCode::SERVICE_UNAVAILABLE,

@@ -2,20 +2,28 @@
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::thread::JoinHandle;
 
 use tokio::sync::oneshot;
 
-use crate::chat::ChatTemplate;
+use crate::chat::{ChatTemplate, THINK_CLOSE, THINK_OPEN, ToolFormat, has_reasoning_tags};
 use crate::engine::Model;
 use crate::error::{LlmError, Result};
-use crate::server::ServerConfig;
+use crate::grammar::TokenTrie;
+use crate::server::accept::{Serving, serve};
 use crate::server::admission::Admission;
+use crate::server::api_keys::{KeyCheck, KeyLimits};
+use crate::server::browser::BrowserPolicy;
+use crate::server::connections::{ConnectionLimits, Connections};
+use crate::server::gate::Gate;
 use crate::server::memory_guard::check_slots_fit;
 use crate::server::metrics::Metrics;
 use crate::server::routes::router;
 use crate::server::scheduler::Scheduler;
-use crate::server::state::AppState;
+use crate::server::state::{AppState, unix_now};
+use crate::server::{STANDARD_ROLES, ServerConfig};
+use crate::tokenizer::{TokenId, Vocabulary};
 
 /// A running server: an engine thread owning the slots and an HTTP runtime (tokio, its
 /// own threads) answering requests. Dropping it shuts it down.
@@ -33,15 +41,13 @@ impl Server {
     /// them, and serves `model` on `listener` (bind it to port 0 for an ephemeral
     /// port).
     ///
-    /// Errors: zero slots, the memory check ([`LlmError::SlotsOutOfMemory`], with the
+    /// Errors: zero slots, connections or timeouts, a malformed CORS origin, allowed
+    /// host or role, the memory check ([`LlmError::SlotsOutOfMemory`], with the
     /// arithmetic), a chat template that does not compile, or I/O errors setting up
     /// the listener or the runtime.
     pub fn start(model: Arc<Model>, config: ServerConfig, listener: TcpListener) -> Result<Server> {
-        if config.slots == 0 {
-            return Err(LlmError::Argument {
-                what: "the server needs at least one KV slot".into(),
-            });
-        }
+        validate(&config)?;
+        let policy = BrowserPolicy::new(&config.cors_origins, &config.allowed_hosts)?;
         check_slots_fit(
             config.slots,
             model.context_length(),
@@ -51,17 +57,15 @@ impl Server {
             crate::engine::available_memory(),
         )?;
         let template = match &config.chat_template {
-            Some(source) => {
-                let vocab = model.vocab();
-                let text = |id: Option<u32>| {
-                    id.and_then(|id| vocab.token_str(id))
-                        .unwrap_or_default()
-                        .to_owned()
-                };
-                ChatTemplate::new(source, &text(vocab.bos()), &text(vocab.eos()))?
-            }
+            Some(source) => ChatTemplate::for_vocab(source, model.vocab())?,
             None => ChatTemplate::from_metadata(model.file().metadata(), model.vocab())?,
         };
+        let tool_format = ToolFormat::detect(template.source());
+        let reasoning = has_reasoning_tags(template.source());
+        let trie = Arc::new(TokenTrie::new(
+            model.vocab(),
+            &preserved_tokens(model.vocab(), tool_format, reasoning),
+        ));
         let sessions = (0..config.slots)
             .map(|_| model.session())
             .collect::<Result<Vec<_>>>()?;
@@ -75,17 +79,49 @@ impl Server {
         listener
             .set_nonblocking(true)
             .map_err(|e| io(&addr.to_string(), e))?;
-        let admission = Arc::new(Admission::new(config.slots, config.queue));
         let metrics = Arc::new(Metrics::default());
-        let state = Arc::new(AppState::new(
-            Arc::clone(&model),
-            config.model_id.clone(),
-            template,
-            Arc::clone(&admission),
-            Arc::clone(&metrics),
+        let admission = Arc::new(Admission::new(
             config.slots,
-            config.max_body_bytes,
+            config.queue,
+            Arc::clone(&metrics),
         ));
+        let connections = Arc::new(Connections::new(ConnectionLimits {
+            header_timeout: config.header_timeout,
+            idle_timeout: config.idle_timeout,
+            max_connections: config.max_connections,
+        }));
+        let state = Arc::new(AppState {
+            model: Arc::clone(&model),
+            model_id: config.model_id.clone(),
+            template,
+            tool_format,
+            reasoning,
+            trie,
+            admission: Arc::clone(&admission),
+            metrics: Arc::clone(&metrics),
+            connections: Arc::clone(&connections),
+            key_limits: Arc::new(KeyLimits::new(
+                config.api_keys.len(),
+                config.api_key_concurrency,
+            )),
+            roles: STANDARD_ROLES
+                .iter()
+                .map(|r| (*r).to_owned())
+                .chain(config.extra_roles.iter().cloned())
+                .collect(),
+            slots: config.slots,
+            max_body_bytes: config.max_body_bytes,
+            created: unix_now(),
+            next_id: AtomicU64::new(1),
+        });
+        let gate = Arc::new(Gate {
+            router: router(state),
+            policy,
+            keys: KeyCheck::new(config.api_keys.clone()),
+            max_body_bytes: config.max_body_bytes,
+            body_timeout: config.body_timeout,
+            metrics: Arc::clone(&metrics),
+        });
         let scheduler = Scheduler::new(sessions, Arc::clone(&admission), metrics);
         let engine = std::thread::Builder::new()
             .name("tempra-engine".into())
@@ -98,7 +134,12 @@ impl Server {
             .build()
             .map_err(|e| io("HTTP runtime", e))?;
         let (stop, stopped) = oneshot::channel::<()>();
-        let http_admission = Arc::clone(&admission);
+        let serving = Serving {
+            gate,
+            connections,
+            admission: Arc::clone(&admission),
+            drain_timeout: config.drain_timeout,
+        };
         let handle_signals = config.handle_signals;
         let http = std::thread::Builder::new()
             .name("tempra-http-main".into())
@@ -106,22 +147,26 @@ impl Server {
                 runtime.block_on(async move {
                     let listener = tokio::net::TcpListener::from_std(listener)
                         .map_err(|e| io(&addr.to_string(), e))?;
-                    let shutdown = async move {
+                    let stop = async move {
                         if handle_signals {
                             tokio::select! {
                                 _ = stopped => {}
-                                _ = termination() => {}
+                                () = termination() => {}
                             }
                         } else {
                             let _ = stopped.await;
                         }
-                        // Ends the engine loop; its slots drop and open streams end.
-                        http_admission.close();
                     };
-                    axum::serve(listener, router(state))
-                        .with_graceful_shutdown(shutdown)
-                        .await
-                        .map_err(|e| io(&addr.to_string(), e))
+                    // A second signal during the drain stops at once.
+                    let cut_short = async move {
+                        if handle_signals {
+                            termination().await;
+                        } else {
+                            std::future::pending::<()>().await;
+                        }
+                    };
+                    serve(listener, serving, stop, cut_short).await;
+                    Ok(())
                 })
             })
             .map_err(|e| io("HTTP thread", e))?;
@@ -139,20 +184,22 @@ impl Server {
         self.addr
     }
 
-    /// Serves until SIGINT (Ctrl-C) or SIGTERM, then shuts down.
+    /// Serves until SIGINT (Ctrl-C) or SIGTERM, then shuts down as
+    /// [`Server::shutdown`] does (a second signal skips the drain).
     pub fn wait(mut self) -> Result<()> {
         let result = self.join_http();
         self.join_engine();
         result
     }
 
-    /// Stops accepting requests, ends the running ones and waits for the threads.
+    /// Stops accepting connections and generation requests, closes the connections
+    /// without a request in progress, lets running requests finish for up to the drain
+    /// timeout, then closes every connection and waits for the threads.
     pub fn shutdown(mut self) -> Result<()> {
         self.stop_now()
     }
 
     fn stop_now(&mut self) -> Result<()> {
-        self.admission.close();
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
@@ -187,6 +234,40 @@ impl Drop for Server {
     }
 }
 
+/// Checks the settings [`Server::start`] cannot work without.
+fn validate(config: &ServerConfig) -> Result<()> {
+    let fail = |what: String| Err(LlmError::Argument { what });
+    if config.slots == 0 {
+        return fail("the server needs at least one KV slot".into());
+    }
+    if config.max_connections == 0 {
+        return fail("the server needs to allow at least one connection".into());
+    }
+    let timeouts = [
+        ("header", config.header_timeout),
+        ("body", config.body_timeout),
+        ("idle", config.idle_timeout),
+    ];
+    if let Some((name, _)) = timeouts.iter().find(|(_, t)| t.is_zero()) {
+        return fail(format!("the {name} timeout must be longer than zero"));
+    }
+    if config.api_key_concurrency == Some(0) {
+        return fail("the per-key concurrency limit must be at least 1".into());
+    }
+    for role in &config.extra_roles {
+        let valid = !role.is_empty()
+            && role
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !valid {
+            return fail(format!(
+                "the role `{role}` must be letters, digits, `_` or `-`"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Resolves on SIGINT or (on Unix) SIGTERM.
 async fn termination() {
     #[cfg(unix)]
@@ -208,4 +289,21 @@ async fn termination() {
     {
         let _ = tokio::signal::ctrl_c().await;
     }
+}
+
+/// The control tokens whose text the output must show: the tool-call markers of the
+/// template's format and the reasoning tags (so that the reply parser and the grammars
+/// see them).
+fn preserved_tokens(
+    vocab: &Vocabulary,
+    format: Option<ToolFormat>,
+    reasoning: bool,
+) -> Vec<TokenId> {
+    let think = [THINK_OPEN, THINK_CLOSE];
+    format
+        .map_or(&[][..], ToolFormat::markers)
+        .iter()
+        .chain(if reasoning { &think[..] } else { &[] })
+        .filter_map(|text| vocab.token_id(text.as_bytes()))
+        .collect()
 }

@@ -2,6 +2,7 @@
 
 use crate::engine::{FinishReason, Sampler, Session, logits_slice};
 use crate::error::Result;
+use crate::grammar::OutputConstraint;
 use crate::server::admission::{Job, JobEvent};
 use crate::server::stop_text::StopText;
 use crate::tokenizer::{DetokenizeOptions, TokenStreamDecoder};
@@ -21,6 +22,7 @@ pub(crate) struct Active {
     sampler: Sampler,
     decoder: TokenStreamDecoder,
     stop: StopText,
+    constraint: Option<OutputConstraint>,
     cached_tokens: usize,
     produced: usize,
     /// The token sampled last, to run through the model in the next decode step.
@@ -61,7 +63,7 @@ impl Slot {
     /// Starts `job`: keeps the cached prefix it shares with the prompt (at least one
     /// prompt token always runs, for the logits), prefills the rest and samples the first
     /// token.
-    pub(crate) fn start(&mut self, job: Job) -> Result<Step> {
+    pub(crate) fn start(&mut self, mut job: Job) -> Result<Step> {
         let reuse = reusable_prefix(self.session.tokens(), &job.prompt);
         self.session.truncate(reuse);
         let logits = match self.session.prefill(&job.prompt[reuse..]) {
@@ -79,6 +81,7 @@ impl Slot {
                 strip_leading_space: false,
             }),
             stop: StopText::new(job.stop.clone()),
+            constraint: job.constraint.take(),
             cached_tokens: reuse,
             produced: 0,
             next_token: None,
@@ -113,13 +116,36 @@ impl Slot {
         let Some(active) = self.active.as_mut() else {
             return Ok(Step::Finished);
         };
-        let id = active.sampler.sample(logits, self.session.tokens());
+        let remaining = active.job.max_tokens.saturating_sub(active.produced);
+        let id = match active.constraint.as_mut() {
+            None => active.sampler.sample(logits, self.session.tokens()),
+            Some(c) => match c.next_token(
+                &mut active.sampler,
+                logits,
+                self.session.tokens(),
+                remaining,
+            ) {
+                Ok(Some(id)) => id,
+                Ok(None) => return Ok(self.finish(FinishReason::EndOfGeneration)),
+                Err(e) => return Ok(self.reject(e.to_string())),
+            },
+        };
         active.produced += 1;
         let vocab = self.session.model().vocab();
-        if !active.job.ignore_eos && vocab.is_eog(id) {
+        // A grammar's end is the output's end, `ignore_eos` or not.
+        let held = active
+            .constraint
+            .as_ref()
+            .is_some_and(OutputConstraint::is_active);
+        if (!active.job.ignore_eos || held) && vocab.is_eog(id) {
             return Ok(self.finish(FinishReason::EndOfGeneration));
         }
-        let piece = active.decoder.push(vocab, id)?;
+        let trie = &active.job.trie;
+        let piece = if trie.preserved().binary_search(&id).is_ok() {
+            active.decoder.push_bytes(trie.piece(id))
+        } else {
+            active.decoder.push(vocab, id)?
+        };
         let released = active.stop.push(piece);
         if !released.text.is_empty()
             && active
@@ -142,6 +168,14 @@ impl Slot {
         }
         active.next_token = Some(id);
         Ok(Step::Continue)
+    }
+
+    /// Reports that the request cannot go on and frees the slot.
+    fn reject(&mut self, what: String) -> Step {
+        if let Some(active) = self.active.take() {
+            let _ = active.job.events.send(JobEvent::Invalid(what));
+        }
+        Step::Finished
     }
 
     /// Flushes held text, reports the end and frees the slot.

@@ -14,11 +14,17 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::server::admission::JobEvent;
 use crate::server::openai::{Endpoint, ResponseHead, Usage, finish_reason};
+use crate::server::reply_stream::ReplyStream;
 
-struct StreamState {
+struct StreamState<H> {
     events: UnboundedReceiver<JobEvent>,
+    /// What the request holds until its stream ends (its queue place, its key's
+    /// permit).
+    _hold: H,
     head: ResponseHead,
     include_usage: bool,
+    /// Reads a chat reply into reasoning, content and tool calls, if the request asks.
+    reply: Option<ReplyStream>,
     first: bool,
     done: bool,
 }
@@ -27,16 +33,22 @@ fn data(value: &serde_json::Value) -> Event {
     Event::default().data(value.to_string())
 }
 
-/// The SSE response for a job whose events arrive on `events`.
-pub(crate) fn stream_response(
+/// The SSE response for a job whose events arrive on `events` (read by `reply` into
+/// reasoning, content and tool-call deltas when given); `hold` is dropped with the
+/// stream.
+pub(crate) fn stream_response<H: Send + 'static>(
     events: UnboundedReceiver<JobEvent>,
     head: ResponseHead,
     include_usage: bool,
+    reply: Option<ReplyStream>,
+    hold: H,
 ) -> Response {
     let state = StreamState {
         events,
+        _hold: hold,
         head,
         include_usage,
+        reply,
         first: true,
         done: false,
     };
@@ -47,17 +59,34 @@ pub(crate) fn stream_response(
         let mut out = Vec::with_capacity(3);
         let chat = st.head.endpoint == Endpoint::Chat;
         match st.events.recv().await {
-            Some(JobEvent::Text(text)) => {
-                out.push(data(&st.head.chunk(Some(&text), chat && st.first, None)));
-                st.first = false;
-            }
+            Some(JobEvent::Text(text)) => match st.reply.as_mut() {
+                Some(reply) => {
+                    for delta in reply.push(&text) {
+                        out.push(data(&st.head.delta_chunk(delta, st.first, None)));
+                        st.first = false;
+                    }
+                }
+                None => {
+                    out.push(data(&st.head.chunk(Some(&text), chat && st.first, None)));
+                    st.first = false;
+                }
+            },
             Some(JobEvent::Done {
                 reason,
                 prompt_tokens,
                 cached_tokens,
                 completion_tokens,
             }) => {
-                let finish = finish_reason(reason);
+                let mut called = false;
+                if let Some(reply) = st.reply.as_mut() {
+                    let (deltas, parsed) = reply.finish();
+                    called = !parsed.calls.is_empty();
+                    for delta in deltas {
+                        out.push(data(&st.head.delta_chunk(delta, st.first, None)));
+                        st.first = false;
+                    }
+                }
+                let finish = finish_reason(reason, called);
                 let text = if chat { None } else { Some("") };
                 out.push(data(&st.head.chunk(text, chat && st.first, Some(finish))));
                 if st.include_usage {
@@ -70,6 +99,12 @@ pub(crate) fn stream_response(
             Some(JobEvent::Failed(message)) => {
                 out.push(data(&serde_json::json!({
                     "error": {"message": message, "type": "server_error", "param": null, "code": null}
+                })));
+                st.done = true;
+            }
+            Some(JobEvent::Invalid(message)) => {
+                out.push(data(&serde_json::json!({
+                    "error": {"message": message, "type": "invalid_request_error", "param": null, "code": null}
                 })));
                 st.done = true;
             }

@@ -3,12 +3,15 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::chat::ChatTemplate;
+use crate::chat::{ChatTemplate, ToolFormat};
 use crate::engine::Model;
+use crate::grammar::TokenTrie;
 use crate::server::admission::Admission;
+use crate::server::api_keys::KeyLimits;
+use crate::server::connections::Connections;
 use crate::server::metrics::Metrics;
 
-/// The model, its chat template, the job queue and the counters.
+/// The model, its chat template, the job queue, the limits and the counters.
 #[derive(Debug)]
 pub(crate) struct AppState {
     /// The loaded model (for its vocabulary and context length; the engine thread runs
@@ -18,43 +21,34 @@ pub(crate) struct AppState {
     pub(crate) model_id: String,
     /// The chat template.
     pub(crate) template: ChatTemplate,
+    /// How the template writes tool calls, if it does.
+    pub(crate) tool_format: Option<ToolFormat>,
+    /// Whether the template writes reasoning in `<think>` tags.
+    pub(crate) reasoning: bool,
+    /// The vocabulary's token pieces for constrained sampling (the tool-call and
+    /// reasoning markers among control tokens render as text).
+    pub(crate) trie: Arc<TokenTrie>,
     /// The job queue.
     pub(crate) admission: Arc<Admission>,
     /// The counters.
     pub(crate) metrics: Arc<Metrics>,
+    /// The open connections (for the metrics).
+    pub(crate) connections: Arc<Connections>,
+    /// Per-key limits on requests in flight.
+    pub(crate) key_limits: Arc<KeyLimits>,
+    /// The roles chat messages may have.
+    pub(crate) roles: Vec<String>,
     /// KV slots.
     pub(crate) slots: usize,
     /// Request body limit in bytes.
     pub(crate) max_body_bytes: usize,
     /// Unix time the server started (the model's `created`).
     pub(crate) created: u64,
-    next_id: AtomicU64,
+    /// The next response id.
+    pub(crate) next_id: AtomicU64,
 }
 
 impl AppState {
-    /// The shared state.
-    pub(crate) fn new(
-        model: Arc<Model>,
-        model_id: String,
-        template: ChatTemplate,
-        admission: Arc<Admission>,
-        metrics: Arc<Metrics>,
-        slots: usize,
-        max_body_bytes: usize,
-    ) -> AppState {
-        AppState {
-            model,
-            model_id,
-            template,
-            admission,
-            metrics,
-            slots,
-            max_body_bytes,
-            created: unix_now(),
-            next_id: AtomicU64::new(1),
-        }
-    }
-
     /// A fresh response id with `prefix` (`cmpl`, `chatcmpl`).
     pub(crate) fn response_id(&self, prefix: &str) -> String {
         format!("{prefix}-{}", self.next_id.fetch_add(1, Ordering::Relaxed))

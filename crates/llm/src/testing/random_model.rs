@@ -5,12 +5,12 @@ use std::io::Write;
 use std::sync::Arc;
 
 use tempra_tensor::random::SplitMix64;
-use tempra_tensor::{DType, Shape};
+use tempra_tensor::{DType, Shape, quant};
 
 use super::model_shape::ModelShape;
-use super::synthetic_vocab::SyntheticVocab;
+use super::synthetic_vocab::{SPECIAL_AND_BYTE_TOKENS, SyntheticVocab};
 use crate::error::{LlmError, Result};
-use crate::gguf::{GgufWriter, Limits, Metadata, TensorSpec, keys};
+use crate::gguf::{GgufWriter, Limits, Metadata, TensorSpec, TokenType, keys};
 use crate::model_config::Arch;
 use crate::model_file::ModelFile;
 use crate::quantize::{QUANTIZATION_VERSION, QuantType, TensorTypePlanner, encode_rows_parallel};
@@ -28,8 +28,18 @@ pub struct RandomModelSpec {
     pub shape: ModelShape,
     /// The file type: F32, F16, BF16 or a quantization with llama.cpp's per-tensor mix.
     pub qtype: QuantType,
+    /// If set, every tensor `qtype`'s plan quantizes is stored in this block format
+    /// instead, whatever the mix says; a format tempra cannot quantize to (IQ1, IQ2, IQ3)
+    /// gets random blocks with the root mean square the weights would have had.
+    pub weight_dtype: Option<DType>,
     /// The seed: the same spec gives the same bytes.
     pub seed: u64,
+    /// Control tokens (chat markers such as `<|im_start|>`) that take the places of the
+    /// vocabulary's last pieces.
+    pub control_tokens: Vec<String>,
+    /// A real tokenizer (the `tokenizer.*` keys of a GGUF) instead of the synthetic
+    /// vocabulary; `shape.vocab` is its token count.
+    pub tokenizer: Option<Metadata>,
 }
 
 impl RandomModelSpec {
@@ -39,8 +49,22 @@ impl RandomModelSpec {
             arch: Arch::Llama,
             shape,
             qtype: QuantType::F32,
+            weight_dtype: None,
             seed: 0,
+            control_tokens: Vec::new(),
+            tokenizer: None,
         }
+    }
+
+    /// The same spec with every quantized tensor in `dtype` (see
+    /// [`RandomModelSpec::weight_dtype`]); `qtype` becomes a block type if it was not one,
+    /// so that the plan quantizes.
+    pub fn with_weight_dtype(mut self, dtype: DType) -> Self {
+        if !self.qtype.base_dtype().is_quantized() {
+            self.qtype = QuantType::Q8_0;
+        }
+        self.weight_dtype = Some(dtype);
+        self
     }
 
     /// The same spec with file type `qtype`.
@@ -55,10 +79,39 @@ impl RandomModelSpec {
         self
     }
 
+    /// The same spec with `tokens` as control tokens at the end of the vocabulary.
+    pub fn with_control_tokens(mut self, tokens: &[&str]) -> Self {
+        self.control_tokens = tokens.iter().map(|t| (*t).to_owned()).collect();
+        self
+    }
+
+    /// The same spec with the tokenizer of `metadata` (its `tokenizer.*` keys, such as
+    /// llama.cpp's `ggml-vocab-*.gguf` files hold): the vocabulary size becomes its
+    /// token count.
+    ///
+    /// Errors: [`LlmError::MissingKey`] when it has no `tokenizer.ggml.tokens`.
+    pub fn with_tokenizer_from(mut self, metadata: &Metadata) -> Result<Self> {
+        let count = metadata.get_string_array(keys::TOKENIZER_TOKENS)?.len();
+        let mut tokenizer = Metadata::new();
+        for (k, v) in metadata.iter().filter(|(k, _)| k.starts_with("tokenizer.")) {
+            tokenizer.set(k, v.clone());
+        }
+        self.tokenizer = Some(tokenizer);
+        self.shape.vocab = count;
+        Ok(self)
+    }
+
     /// Checks the spec can be made: a supported architecture and a consistent shape.
     ///
     /// Errors: [`LlmError::Argument`] saying which.
     pub fn validate(&self) -> Result<()> {
+        if let Some(d) = self.weight_dtype
+            && (!d.is_quantized() || matches!(d, DType::Q8_1 | DType::Q8K))
+        {
+            return Err(LlmError::Argument {
+                what: format!("weight dtype {d} is not a block format of weights"),
+            });
+        }
         if self.arch != Arch::Llama {
             return Err(LlmError::Argument {
                 what: format!(
@@ -69,10 +122,23 @@ impl RandomModelSpec {
         }
         self.shape.validate().map_err(|what| LlmError::Argument {
             what: format!("model shape: {what}"),
-        })
+        })?;
+        if self.tokenizer.is_none()
+            && self.shape.vocab <= SPECIAL_AND_BYTE_TOKENS + self.control_tokens.len()
+        {
+            return Err(LlmError::Argument {
+                what: format!(
+                    "a vocabulary of {} tokens has no room for {} control tokens",
+                    self.shape.vocab,
+                    self.control_tokens.len()
+                ),
+            });
+        }
+        Ok(())
     }
 
-    /// The metadata: `llama` hyperparameters and a [`SyntheticVocab`] tokenizer.
+    /// The metadata: `llama` hyperparameters and a [`SyntheticVocab`] tokenizer (or the
+    /// one given to [`RandomModelSpec::with_tokenizer_from`]).
     pub fn metadata(&self) -> Result<Metadata> {
         let s = &self.shape;
         let mut md = Metadata::new();
@@ -94,7 +160,20 @@ impl RandomModelSpec {
         md.set(arch(keys::ROPE_FREQ_BASE), 10_000.0f32);
         md.set(arch(keys::RMS_EPS), 1e-5f32);
         md.set(arch(keys::VOCAB_SIZE), n(s.vocab));
-        SyntheticVocab::new(s.vocab)?.write_metadata(&mut md);
+        if let Some(tokenizer) = &self.tokenizer {
+            for (k, v) in tokenizer.iter() {
+                md.set(k, v.clone());
+            }
+            return Ok(md);
+        }
+        let mut vocab = SyntheticVocab::new(s.vocab)?;
+        let first = vocab.tokens.len().saturating_sub(self.control_tokens.len());
+        for (i, text) in (first..).zip(&self.control_tokens) {
+            vocab.tokens[i] = text.clone().into_bytes();
+            vocab.token_types[i] = TokenType::Control;
+            vocab.scores[i] = 0.0;
+        }
+        vocab.write_metadata(&mut md);
         Ok(md)
     }
 
@@ -141,9 +220,13 @@ pub fn write_random_model<W: Write>(spec: &RandomModelSpec, out: W) -> Result<W>
     let mut planner = TensorTypePlanner::new(spec.qtype, &metadata, &f32_specs);
     let specs: Vec<TensorSpec> = f32_specs
         .iter()
-        .map(|s| TensorSpec {
-            dtype: planner.plan(s).to,
-            ..s.clone()
+        .map(|s| {
+            let planned = planner.plan(s).to;
+            let dtype = match spec.weight_dtype {
+                Some(d) if planned != s.dtype => d,
+                _ => planned,
+            };
+            TensorSpec { dtype, ..s.clone() }
         })
         .collect();
     let mut writer = GgufWriter::new(out, &metadata, specs.clone())?;
@@ -170,8 +253,15 @@ pub fn write_random_model<W: Write>(spec: &RandomModelSpec, out: W) -> Result<W>
                     u * half_width
                 }
             }));
-            encoded.resize(rows * row_bytes, 0);
-            encode_rows_parallel(t.dtype, row_len, &values, &mut encoded, threads)?;
+            if t.dtype.is_quantized() && !quant::has_quantizer(t.dtype) {
+                // Uniform values on ±half_width have a root mean square of half_width / √3.
+                let rms = half_width / 3f32.sqrt();
+                let blocks = rows * row_len / t.dtype.block_len();
+                encoded = quant::random_blocks(t.dtype, blocks, rms, rng.next_u64())?;
+            } else {
+                encoded.resize(rows * row_bytes, 0);
+                encode_rows_parallel(t.dtype, row_len, &values, &mut encoded, threads)?;
+            }
             writer.write_data(&encoded)?;
             rows_left -= rows;
         }
@@ -184,4 +274,38 @@ pub fn write_random_model<W: Write>(spec: &RandomModelSpec, out: W) -> Result<W>
 pub fn random_model(spec: &RandomModelSpec) -> Result<ModelFile> {
     let bytes = write_random_model(spec, Vec::new())?;
     ModelFile::from_gguf_bytes(Arc::new(bytes), &Limits::default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokenizer::Vocabulary;
+
+    #[test]
+    fn a_borrowed_tokenizer_replaces_the_synthetic_one() -> Result<()> {
+        let donor = RandomModelSpec::llama(ModelShape {
+            vocab: 300,
+            ..ModelShape::TINY
+        })
+        .with_control_tokens(&["<|im_start|>"])
+        .metadata()?;
+        let spec = RandomModelSpec::llama(ModelShape::TINY).with_tokenizer_from(&donor)?;
+        assert_eq!(spec.shape.vocab, 300);
+        spec.validate()?;
+        let md = spec.metadata()?;
+        let mut copied = 0;
+        for (key, value) in donor.iter().filter(|(k, _)| k.starts_with("tokenizer.")) {
+            assert_eq!(md.get(key), Some(value), "{key}");
+            copied += 1;
+        }
+        assert!(copied >= 3, "{copied} tokenizer keys");
+        let vocab = Vocabulary::from_gguf(&md)?;
+        assert_eq!(vocab.len(), 300);
+        assert_eq!(vocab.token_id(b"<|im_start|>"), Some(299));
+        assert!(matches!(
+            RandomModelSpec::llama(ModelShape::TINY).with_tokenizer_from(&Metadata::new()),
+            Err(LlmError::MissingKey { .. })
+        ));
+        Ok(())
+    }
 }

@@ -6,6 +6,7 @@ use crate::gguf::TokenType;
 
 use super::byte_level;
 use super::vocabulary::{TokenId, TokenizerModel, Vocabulary};
+use super::wpm;
 
 /// How [`Vocabulary::detokenize`] renders tokens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -13,8 +14,9 @@ pub struct DetokenizeOptions {
     /// Render control and unknown tokens as their text (`<s>`, `<|im_end|>`);
     /// otherwise they render as nothing.
     pub render_special: bool,
-    /// Drop the space that SentencePiece's space prefix put before the first word
-    /// (only for vocabularies with `add_space_prefix`).
+    /// Drop the space that SentencePiece's space prefix (or WordPiece's word-initial
+    /// `▁`) put before the first word (only for vocabularies with `add_space_prefix`,
+    /// and WordPiece).
     pub strip_leading_space: bool,
 }
 
@@ -59,7 +61,7 @@ impl Vocabulary {
             }
             TokenType::UserDefined => out.extend_from_slice(text),
             TokenType::Normal => match self.model {
-                TokenizerModel::Spm => unescape_into(text, out),
+                TokenizerModel::Spm | TokenizerModel::Wpm => unescape_into(text, out),
                 TokenizerModel::Bpe if self.pre.escapes_whitespace() => unescape_into(text, out),
                 TokenizerModel::Bpe => byte_level::decode_into(text, out),
             },
@@ -83,6 +85,22 @@ impl Vocabulary {
     pub fn detokenize_bytes(&self, ids: &[TokenId], options: DetokenizeOptions) -> Result<Vec<u8>> {
         let mut out = Vec::new();
         let mut first = true;
+        if self.model == TokenizerModel::Wpm {
+            // WordPiece: the clean-up sees llama.cpp's text, leading space included;
+            // the space goes afterwards.
+            let pieces = DetokenizeOptions {
+                strip_leading_space: false,
+                ..options
+            };
+            for &id in ids {
+                self.append_piece(id, pieces, &mut first, &mut out)?;
+            }
+            wpm::clean_up_spaces(&mut out);
+            if options.strip_leading_space && out.first() == Some(&b' ') {
+                out.remove(0);
+            }
+            return Ok(out);
+        }
         for &id in ids {
             self.append_piece(id, options, &mut first, &mut out)?;
         }
@@ -95,6 +113,14 @@ impl Vocabulary {
     /// `render_special`. SentencePiece's leading space: when the vocabulary adds a
     /// space prefix, the first rendered token loses one leading space if it is a normal
     /// piece (as SentencePiece's `decode` does), so `detokenize(tokenize(x)) == x`.
+    ///
+    /// WordPiece: word-initial pieces (`▁hello`) render with a space, continuations
+    /// (`lo`) without; with `strip_leading_space` the first word loses its space (as
+    /// Hugging Face's BERT decoder has it; llama.cpp keeps it). The text then gets
+    /// llama.cpp's clean-up of tokenization spaces (`hello , world !` becomes
+    /// `hello, world!`). The normalization (lowercase, accents, whitespace) is not
+    /// undone, and unknown tokens render as nothing unless `render_special`.
+    /// [`super::TokenStreamDecoder`] renders the pieces but not the clean-up.
     ///
     /// Errors: an id outside the vocabulary.
     pub fn detokenize(&self, ids: &[TokenId], options: DetokenizeOptions) -> Result<String> {
@@ -124,7 +150,7 @@ impl Vocabulary {
         if *first && out.len() > start {
             *first = false;
             if options.strip_leading_space
-                && self.add_space_prefix
+                && (self.add_space_prefix || self.model == TokenizerModel::Wpm)
                 && ty == TokenType::Normal
                 && out[start] == b' '
             {

@@ -2,10 +2,14 @@
 //! each piece of plain text, with BOS/EOS as the vocabulary asks (llama.cpp's
 //! `llama_vocab::tokenize`).
 
+use std::ops::Range;
+
 use super::bpe::{self, BpeScratch};
 use super::special_split::{self, Fragment};
 use super::spm::{self, SpmScratch};
 use super::vocabulary::{TokenId, TokenizerModel, Vocabulary};
+use super::wpm::{self, WpmScratch};
+use crate::error::{LlmError, Result};
 
 /// How [`Vocabulary::tokenize`] treats special tokens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,6 +51,7 @@ struct Scratch {
     escaped_text: String,
     spm: SpmScratch,
     bpe: BpeScratch,
+    wpm: WpmScratch,
 }
 
 /// SentencePiece's whitespace marker `▁` (U+2581).
@@ -59,7 +64,9 @@ impl Vocabulary {
     /// input or follows a special token gets a leading `▁` when `add_space_prefix` is
     /// set, characters that are not tokens become byte tokens (`<0xE2>`). Byte-level
     /// BPE: the pre-tokenizer splits each piece into words, the merges run per word
-    /// (Gemma 4: after spaces become `▁`).
+    /// (Gemma 4: after spaces become `▁`). WordPiece: each piece is normalized,
+    /// split into words and punctuation, and each word becomes its longest-match word
+    /// pieces or the unknown token; `add_special` frames the text as `[CLS] … [SEP]`.
     /// The empty text gives no tokens (just BOS with `add_special`).
     pub fn tokenize(&self, text: &str, options: TokenizeOptions) -> Vec<TokenId> {
         let mut out = Vec::with_capacity(text.len() / 3 + 2);
@@ -69,11 +76,61 @@ impl Vocabulary {
 
     /// [`Vocabulary::tokenize`], appending to `out`.
     pub fn tokenize_into(&self, text: &str, options: TokenizeOptions, out: &mut Vec<TokenId>) {
+        self.tokenize_spans_into(text, &[], options, out);
+    }
+
+    /// [`Vocabulary::tokenize`] where control-token text inside the `literal` byte ranges
+    /// of `text` (message text that must stay text) is never a control token, even with
+    /// `parse_special`. Everything else splits as [`Vocabulary::tokenize`] splits it, so
+    /// with no control-token text overlapping a literal range the ids are the same.
+    ///
+    /// A range that is not sorted, overlaps the one before it, or does not lie on
+    /// character boundaries inside `text` is an [`LlmError::Argument`](crate::LlmError).
+    pub fn tokenize_with_literal_spans(
+        &self,
+        text: &str,
+        literal: &[Range<usize>],
+        options: TokenizeOptions,
+    ) -> Result<Vec<TokenId>> {
+        let mut previous_end = 0;
+        for (i, span) in literal.iter().enumerate() {
+            let valid = span.start >= previous_end
+                && span.start <= span.end
+                && span.end <= text.len()
+                && text.is_char_boundary(span.start)
+                && text.is_char_boundary(span.end);
+            if !valid {
+                return Err(LlmError::Argument {
+                    what: format!(
+                        "literal span {i} ({}..{}) must be sorted, disjoint and on character boundaries of the {}-byte text",
+                        span.start,
+                        span.end,
+                        text.len()
+                    ),
+                });
+            }
+            previous_end = span.end;
+        }
+        let mut out = Vec::with_capacity(text.len() / 3 + 2);
+        self.tokenize_spans_into(text, literal, options, &mut out);
+        Ok(out)
+    }
+
+    /// [`Vocabulary::tokenize_with_literal_spans`] for spans known to be valid,
+    /// appending to `out`.
+    pub(crate) fn tokenize_spans_into(
+        &self,
+        text: &str,
+        literal: &[Range<usize>],
+        options: TokenizeOptions,
+        out: &mut Vec<TokenId>,
+    ) {
         let mut s = Scratch::default();
         special_split::partition(
             self,
             text,
             options.parse_special,
+            literal,
             &mut s.fragments,
             &mut s.fragments_tmp,
         );
@@ -128,6 +185,16 @@ impl Vocabulary {
                             pre.split(piece, &mut |a, b| {
                                 bpe::tokenize_word(self, &piece.as_bytes()[a..b], bpe_scratch, out);
                             });
+                        }
+                    }
+                }
+            }
+            TokenizerModel::Wpm => {
+                for &fragment in &s.fragments {
+                    match fragment {
+                        Fragment::Token(id) => out.push(id),
+                        Fragment::Text { start, end } => {
+                            wpm::tokenize(self, &text[start..end], &mut s.wpm, out);
                         }
                     }
                 }

@@ -14,12 +14,19 @@ use super::vocabulary::{
 impl Vocabulary {
     /// Reads the vocabulary a model file's metadata describes.
     ///
-    /// Keys: `tokenizer.ggml.model` (`llama`, `gpt2` or `gemma4`), `.pre` (byte-level
-    /// BPE; absent means `default`), `.tokens`, `.scores` (f32 or i32), `.token_type`,
-    /// `.merges` (required for `gpt2` and `gemma4`), the special ids (`.bos_token_id`,
-    /// `.eos_token_id`, `.unknown_token_id`, `.padding_token_id`, `.seperator_token_id`,
-    /// `.eot_token_id`, `.eom_token_id`) and flags (`.add_bos_token`,
-    /// `.add_eos_token`, `.add_space_prefix`).
+    /// Keys: `tokenizer.ggml.model` (`llama`, `gpt2`, `gemma4` or `bert`), `.pre`
+    /// (byte-level BPE; absent means `default`), `.tokens`, `.scores` (f32 or i32),
+    /// `.token_type`, `.merges` (required for `gpt2` and `gemma4`), the special ids
+    /// (`.bos_token_id`, `.eos_token_id`, `.unknown_token_id`, `.padding_token_id`,
+    /// `.seperator_token_id`, `.eot_token_id`, `.eom_token_id`) and flags
+    /// (`.add_bos_token`, `.add_eos_token`, `.add_space_prefix`).
+    ///
+    /// WordPiece (`bert`): BOS is `.bos_token_id`, else `.cls_token_id`, else 101
+    /// (`[CLS]`); EOS is `.eos_token_id`, else the separator (`[SEP]`, 102); both are
+    /// added unless the flags say otherwise, so that text is framed `[CLS] … [SEP]` as
+    /// llama.cpp frames it. `.normalizer.lowercase` (default true) and
+    /// `.normalizer.strip_accents` (default: as lowercase) set the normalizer. A
+    /// WordPiece vocabulary without an unknown token is an error.
     ///
     /// Errors: a missing or mistyped key, an unknown model or pre-tokenizer, per-token
     /// arrays whose length is not the number of tokens, an unknown token type,
@@ -40,7 +47,7 @@ impl Vocabulary {
         .ok_or_else(|| LlmError::UnknownTokenizer {
             key: keys::TOKENIZER_MODEL,
             name: model_name.to_string(),
-            supported: "llama, gpt2, gemma4".to_string(),
+            supported: "llama, gpt2, gemma4, bert".to_string(),
         })?;
         let tokens = md.get_string_array(keys::TOKENIZER_TOKENS)?.to_vec();
         let n = tokens.len();
@@ -109,6 +116,9 @@ impl Vocabulary {
                     *slot = Some(id as TokenId);
                 }
             }
+        }
+        if model == TokenizerModel::Wpm {
+            read_word_piece_keys(md, &mut parts)?;
         }
         if let Some(v) = md.opt_bool(keys::TOKENIZER_ADD_BOS)? {
             // llama.cpp forces BOS on for Gemma 4 (when it has one).
@@ -207,7 +217,41 @@ impl Vocabulary {
         md.set(keys::TOKENIZER_ADD_BOS, self.add_bos);
         md.set(keys::TOKENIZER_ADD_EOS, self.add_eos);
         md.set(TOKENIZER_ADD_SPACE_PREFIX, self.add_space_prefix);
+        if self.model == TokenizerModel::Wpm {
+            md.set(TOKENIZER_NORMALIZER_LOWERCASE, self.wpm_lowercase);
+            md.set(TOKENIZER_NORMALIZER_STRIP_ACCENTS, self.wpm_strip_accents);
+        }
     }
+}
+
+/// `tokenizer.ggml.cls_token_id`: BERT's `[CLS]`, WordPiece's BOS when
+/// `bos_token_id` is absent.
+const TOKENIZER_CLS_ID: &str = "tokenizer.ggml.cls_token_id";
+/// `tokenizer.ggml.normalizer.lowercase`.
+const TOKENIZER_NORMALIZER_LOWERCASE: &str = "tokenizer.ggml.normalizer.lowercase";
+/// `tokenizer.ggml.normalizer.strip_accents`.
+const TOKENIZER_NORMALIZER_STRIP_ACCENTS: &str = "tokenizer.ggml.normalizer.strip_accents";
+
+/// WordPiece's defaults that depend on other keys: BOS from `[CLS]`, EOS from
+/// `[SEP]`, BOS/EOS added when present; the normalizer flags.
+fn read_word_piece_keys(md: &Metadata, parts: &mut VocabParts) -> Result<()> {
+    let n = parts.tokens.len();
+    let in_range = |id: Option<u64>| id.filter(|&id| (id as usize) < n).map(|id| id as TokenId);
+    if !md.contains(keys::TOKENIZER_BOS_ID)
+        && let Some(cls) = in_range(opt_token_id(md, TOKENIZER_CLS_ID)?)
+    {
+        parts.special.bos = Some(cls);
+    }
+    if !md.contains(keys::TOKENIZER_EOS_ID) && parts.special.sep.is_some() {
+        parts.special.eos = parts.special.sep;
+    }
+    parts.add_bos = parts.special.bos.is_some();
+    parts.add_eos = parts.special.eos.is_some();
+    parts.lowercase = md.opt_bool(TOKENIZER_NORMALIZER_LOWERCASE)?.unwrap_or(true);
+    parts.strip_accents = md
+        .opt_bool(TOKENIZER_NORMALIZER_STRIP_ACCENTS)?
+        .unwrap_or(parts.lowercase);
+    Ok(())
 }
 
 /// A token id key's value: any integer type; negative values (some writers store -1

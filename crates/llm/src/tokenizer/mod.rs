@@ -1,5 +1,6 @@
 //! Tokenizers described by GGUF metadata: SentencePiece-style (`tokenizer.ggml.model =
-//! llama`) and byte-level BPE (`gpt2`), matching llama.cpp token for token.
+//! llama`), byte-level BPE (`gpt2`) and WordPiece (`bert`), matching llama.cpp token for
+//! token.
 //!
 //! - [`Vocabulary`]: tokens, scores, types, special ids, flags and lookups; built with
 //!   [`Vocabulary::from_gguf`], [`Vocabulary::from_llama2c`] or
@@ -48,6 +49,7 @@ mod spm;
 mod stream_decoder;
 mod token_table;
 mod vocabulary;
+mod wpm;
 
 pub use crate::gguf::TokenType;
 pub use bpe_trainer::{BpeTrainerConfig, train_byte_level_bpe};

@@ -11,6 +11,8 @@ use super::vocabulary::{TokenId, Vocabulary};
 /// concatenation of everything returned (plus [`TokenStreamDecoder::finish`]) equals
 /// [`Vocabulary::detokenize`] of all the ids: no split UTF-8 sequence is ever emitted,
 /// and invalid bytes become U+FFFD exactly as the lossy whole-text decoding does.
+/// (WordPiece: before the whole-text clean-up of spaces, which needs the text after
+/// each space; encoders do not generate.)
 ///
 /// ```
 /// # use tempra_llm::tokenizer::{TokenizerModel, VocabParts, Vocabulary, TokenStreamDecoder};
@@ -61,6 +63,18 @@ impl TokenStreamDecoder {
         vocab.append_piece(id, self.options, &mut self.first, &mut self.pending)?;
         self.drain(false);
         Ok(&self.ready)
+    }
+
+    /// Appends a piece given as bytes (a control token the caller renders as its text)
+    /// and returns the text it completes.
+    pub fn push_bytes(&mut self, bytes: &[u8]) -> &str {
+        self.ready.clear();
+        if !bytes.is_empty() {
+            self.first = false;
+        }
+        self.pending.extend_from_slice(bytes);
+        self.drain(false);
+        &self.ready
     }
 
     /// Ends the sequence: returns what is still held back, with U+FFFD for an

@@ -24,6 +24,9 @@ pub enum TokenizerModel {
     /// Byte-level BPE with ranked merges and a regex pre-tokenizer (`gpt2`: GPT-2,
     /// Llama 3, Qwen2, ...).
     Bpe,
+    /// WordPiece: BERT's normalizer, punctuation splitting and greedy longest-match
+    /// word pieces (`bert`: BERT, BGE and other encoders).
+    Wpm,
 }
 
 impl TokenizerModel {
@@ -33,6 +36,7 @@ impl TokenizerModel {
         match name {
             "llama" => Some(TokenizerModel::Spm),
             "gpt2" => Some(TokenizerModel::Bpe),
+            "bert" => Some(TokenizerModel::Wpm),
             _ => None,
         }
     }
@@ -42,6 +46,7 @@ impl TokenizerModel {
         match self {
             TokenizerModel::Spm => "llama",
             TokenizerModel::Bpe => "gpt2",
+            TokenizerModel::Wpm => "bert",
         }
     }
 }
@@ -94,16 +99,23 @@ pub struct VocabParts {
     /// Whether a byte-level BPE word that is itself a token skips the merges (Llama 3,
     /// Tekken).
     pub ignore_merges: bool,
+    /// WordPiece: whether text is lowercased before matching.
+    pub lowercase: bool,
+    /// WordPiece: whether text is NFD-decomposed and its marks (accents) dropped.
+    pub strip_accents: bool,
 }
 
 impl VocabParts {
     /// Parts with llama.cpp's defaults for `model`: SentencePiece has BOS 1, EOS 2,
     /// UNK 0 (where the vocabulary is that large), adds BOS and a space prefix;
-    /// byte-level BPE has no special ids and adds nothing. No scores, types or merges.
+    /// byte-level BPE has no special ids and adds nothing; WordPiece has BERT's ids
+    /// (`[PAD]` 0, `[UNK]` 100, `[CLS]` 101 as BOS, `[SEP]` 102 as separator and EOS),
+    /// adds BOS and EOS (`[CLS] text [SEP]`), lowercases and strips accents. No scores,
+    /// types or merges.
     pub fn new(model: TokenizerModel, tokens: Vec<Vec<u8>>) -> VocabParts {
         let n = tokens.len() as u64;
         let in_range = |id: TokenId| (u64::from(id) < n).then_some(id);
-        let (special, add_bos, add_space_prefix) = match model {
+        let (special, add_bos, add_eos, add_space_prefix) = match model {
             TokenizerModel::Spm => (
                 SpecialTokens {
                     bos: in_range(1),
@@ -112,9 +124,23 @@ impl VocabParts {
                     ..SpecialTokens::default()
                 },
                 in_range(1).is_some(),
+                false,
                 true,
             ),
-            TokenizerModel::Bpe => (SpecialTokens::default(), false, false),
+            TokenizerModel::Bpe => (SpecialTokens::default(), false, false, false),
+            TokenizerModel::Wpm => (
+                SpecialTokens {
+                    bos: in_range(101),
+                    eos: in_range(102),
+                    unk: in_range(100),
+                    pad: in_range(0),
+                    sep: in_range(102),
+                    ..SpecialTokens::default()
+                },
+                in_range(101).is_some(),
+                in_range(102).is_some(),
+                false,
+            ),
         };
         VocabParts {
             model,
@@ -125,9 +151,11 @@ impl VocabParts {
             merges: Vec::new(),
             special,
             add_bos,
-            add_eos: false,
+            add_eos,
             add_space_prefix,
             ignore_merges: false,
+            lowercase: true,
+            strip_accents: true,
         }
     }
 }
@@ -169,6 +197,12 @@ pub struct Vocabulary {
     /// SentencePiece: every character that some token has immediately before a `▁`
     /// (UTF-8, sorted): where a word boundary can be merged across.
     pub(crate) spm_mark_joiners: Vec<Box<[u8]>>,
+    /// WordPiece: lowercase the text.
+    pub(crate) wpm_lowercase: bool,
+    /// WordPiece: NFD-decompose the text and drop its marks.
+    pub(crate) wpm_strip_accents: bool,
+    /// The longest token text, in bytes (WordPiece's longest possible match).
+    pub(crate) max_token_len: usize,
 }
 
 /// Token texts llama.cpp takes as the end-of-turn token when `eot_token_id` is absent.
@@ -358,8 +392,11 @@ impl Vocabulary {
                     ),
                 })?
             }
-            TokenizerModel::Spm => Merges::default(),
+            TokenizerModel::Spm | TokenizerModel::Wpm => Merges::default(),
         };
+        if parts.model == TokenizerModel::Wpm {
+            check_word_pieces(&parts.tokens, &types, special.unk)?;
+        }
 
         // End of generation, by id and by text (llama.cpp's rules).
         let mut eog = Vec::new();
@@ -426,6 +463,7 @@ impl Vocabulary {
                     let mut s = [0u8; 4];
                     table.find(byte_level::BYTE_TO_CHAR[b].encode_utf8(&mut s).as_bytes())
                 }
+                TokenizerModel::Wpm => None,
             };
         }
 
@@ -446,6 +484,9 @@ impl Vocabulary {
             merges,
             special_cache: Vec::new(),
             spm_mark_joiners: Vec::new(),
+            wpm_lowercase: parts.lowercase,
+            wpm_strip_accents: parts.strip_accents,
+            max_token_len: parts.tokens.iter().map(Vec::len).max().unwrap_or(0),
         };
         if vocab.model == TokenizerModel::Spm {
             vocab.spm_mark_joiners = mark_joiners(&vocab.table);
@@ -523,6 +564,16 @@ impl Vocabulary {
         self.ignore_merges
     }
 
+    /// WordPiece: whether text is lowercased before matching.
+    pub fn lowercase(&self) -> bool {
+        self.wpm_lowercase
+    }
+
+    /// WordPiece: whether text is NFD-decomposed and its accents dropped.
+    pub fn strip_accents(&self) -> bool {
+        self.wpm_strip_accents
+    }
+
     /// The number of usable BPE merges.
     pub fn merge_count(&self) -> usize {
         self.merges.len()
@@ -564,6 +615,20 @@ impl Vocabulary {
     /// The id of the token whose stored text is `text`.
     pub fn token_id(&self, text: &[u8]) -> Option<TokenId> {
         self.table.find(text)
+    }
+
+    /// The texts of the control and unknown tokens that special-token parsing matches
+    /// (`<s>`, `<|im_end|>`, ...), longest first.
+    #[cfg(feature = "chat")]
+    pub(crate) fn control_texts(&self) -> impl Iterator<Item = &str> {
+        self.special_cache.iter().filter_map(|&id| {
+            matches!(
+                self.types[id as usize],
+                TokenType::Control | TokenType::Unknown
+            )
+            .then(|| std::str::from_utf8(self.table.text(id)).ok())
+            .flatten()
+        })
     }
 
     /// Whether text matching control/user-defined token `id` takes the ASCII
@@ -611,6 +676,39 @@ pub(crate) const TOKENIZER_EOT_ID: &str = "tokenizer.ggml.eot_token_id";
 pub(crate) const TOKENIZER_EOM_ID: &str = "tokenizer.ggml.eom_token_id";
 /// `tokenizer.ggml.add_space_prefix`.
 pub(crate) const TOKENIZER_ADD_SPACE_PREFIX: &str = "tokenizer.ggml.add_space_prefix";
+
+/// WordPiece's checks: an unknown token (what a word without pieces becomes), and
+/// normal and user-defined pieces that are UTF-8 text (what normalized words are
+/// matched against) and not empty.
+fn check_word_pieces(tokens: &[Vec<u8>], types: &[TokenType], unk: Option<TokenId>) -> Result<()> {
+    if unk.is_none() {
+        return Err(LlmError::InvalidValue {
+            key: keys::TOKENIZER_UNK_ID.to_string(),
+            what: "a WordPiece (`bert`) vocabulary needs an unknown token ([UNK]), and none is set"
+                .to_string(),
+        });
+    }
+    for (id, (text, ty)) in tokens.iter().zip(types).enumerate() {
+        if !matches!(ty, TokenType::Normal | TokenType::UserDefined) {
+            continue;
+        }
+        let what = if text.is_empty() {
+            "is empty"
+        } else if std::str::from_utf8(text).is_err() {
+            "is not UTF-8 text"
+        } else {
+            continue;
+        };
+        return Err(LlmError::InvalidValue {
+            key: keys::TOKENIZER_TOKENS.to_string(),
+            what: format!(
+                "WordPiece token {id} ({:?}) {what}",
+                String::from_utf8_lossy(text)
+            ),
+        });
+    }
+    Ok(())
+}
 
 /// The characters that some token has immediately before a `▁`, sorted.
 fn mark_joiners(table: &TokenTable) -> Vec<Box<[u8]>> {

@@ -3,8 +3,20 @@
 
 #![allow(dead_code, unreachable_pub)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+use tempra_llm::testing::{ModelShape, RandomModelSpec, write_random_model};
+
+/// A small random llama model (vocabulary 300) written to `dir/model.gguf`.
+pub fn random_model_file(dir: &Path) -> PathBuf {
+    let shape = ModelShape::parse("dim=64,layers=2,heads=4,kv_heads=2,ffn=128,vocab=300").unwrap();
+    let bytes =
+        write_random_model(&RandomModelSpec::llama(shape).with_seed(5), Vec::new()).unwrap();
+    let path = dir.join("model.gguf");
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
 
 /// Runs `tempra args` in `dir`.
 pub fn tempra(dir: &Path, args: &[&str]) -> Output {

@@ -146,7 +146,10 @@ fn chat_template_errors_are_bad_requests() -> anyhow::Result<()> {
     let r = post(
         server.addr,
         "/v1/chat/completions",
-        &json!({"messages": [{"role": "tool", "content": "x"}]}),
+        &json!({"messages": [
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+             "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "x"}]}),
     )?;
     assert_error(&r, 400, Some("messages"), "no tools here")?;
     Ok(())

@@ -1,7 +1,8 @@
 //! Tiny random models on disk, servers over them, and reference generations through the
 //! engine API (what the server must reproduce).
 
-use std::net::{SocketAddr, TcpListener};
+use std::io::BufReader;
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,7 +14,7 @@ use tempra_llm::server::{Server, ServerConfig};
 use tempra_llm::testing::{ModelShape, RandomModelSpec, write_random_model};
 use tempra_llm::tokenizer::TokenizeOptions;
 
-use crate::http_client::get;
+use crate::http_client::{get, read_chunk, read_head, send_with};
 
 /// A simple ChatML-style template for the tests.
 pub(crate) const TEMPLATE: &str = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
@@ -26,14 +27,47 @@ pub(crate) struct ModelDir {
 
 /// Writes a random llama model of `shape` as `tiny-model.gguf`.
 pub(crate) fn model_file(shape: &str) -> anyhow::Result<ModelDir> {
+    model_file_from(&RandomModelSpec::llama(ModelShape::parse(shape)?).with_seed(11))
+}
+
+/// Writes the random model `spec` describes as `tiny-model.gguf`.
+pub(crate) fn model_file_from(spec: &RandomModelSpec) -> anyhow::Result<ModelDir> {
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("tiny-model.gguf");
-    let shape = ModelShape::parse(shape)?;
-    std::fs::write(
-        &path,
-        write_random_model(&RandomModelSpec::llama(shape).with_seed(11), Vec::new())?,
-    )?;
+    std::fs::write(&path, write_random_model(spec, Vec::new())?)?;
     Ok(ModelDir { _dir: dir, path })
+}
+
+/// A model with a long context, for streams that outlast a test.
+pub(crate) const LONG_CONTEXT: &str = "dim=64,layers=2,heads=4,ffn=128,vocab=400,context=4096";
+
+/// Starts a stream of up to 4000 tokens (headers `headers`) and reads its head and
+/// first chunk: from then on it holds a slot, or (with every slot busy) waits in the
+/// queue once the head is read.
+pub(crate) fn long_stream(
+    addr: SocketAddr,
+    headers: &[(&str, &str)],
+    first_chunk: bool,
+) -> anyhow::Result<BufReader<TcpStream>> {
+    let long = serde_json::json!({"prompt": "tell me", "max_tokens": 4000, "temperature": 0,
+                                  "ignore_eos": true, "stream": true});
+    let stream = send_with(
+        addr,
+        "POST",
+        "/v1/completions",
+        headers,
+        Some(long.to_string().as_bytes()),
+    )?;
+    let mut reader = BufReader::new(stream);
+    let (status, _) = read_head(&mut reader)?;
+    anyhow::ensure!(status == 200, "the stream got {status}");
+    if first_chunk {
+        anyhow::ensure!(
+            read_chunk(&mut reader)?.is_some(),
+            "the stream ended at once"
+        );
+    }
+    Ok(reader)
 }
 
 /// The small model most tests use.
@@ -159,4 +193,35 @@ pub(crate) fn metric(text: &str, name: &str) -> Option<f64> {
         let (key, value) = l.rsplit_once(' ')?;
         (key == name).then(|| value.parse().ok())?
     })
+}
+
+/// Raises this process's soft limit on open files to `want` (at most the hard limit) and
+/// returns the limit now in force.
+pub(crate) fn raise_fd_limit(want: u64) -> u64 {
+    #[cfg(unix)]
+    {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: `getrlimit` writes a `rlimit` into memory this function owns.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+            return 0;
+        }
+        if limit.rlim_cur < want {
+            let raised = libc::rlimit {
+                rlim_cur: want.min(limit.rlim_max),
+                rlim_max: limit.rlim_max,
+            };
+            // SAFETY: `setrlimit` reads a `rlimit` this function owns.
+            if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+                limit = raised;
+            }
+        }
+        limit.rlim_cur
+    }
+    #[cfg(not(unix))]
+    {
+        want
+    }
 }

@@ -46,17 +46,57 @@ pub(crate) fn send(
     path: &str,
     body: Option<&[u8]>,
 ) -> anyhow::Result<TcpStream> {
+    send_with(addr, method, path, &[], body)
+}
+
+/// [`send`] with extra headers; a `Host` or `Content-Type` among them replaces the
+/// default one.
+pub(crate) fn send_with(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&[u8]>,
+) -> anyhow::Result<TcpStream> {
     let mut stream = TcpStream::connect(addr)?;
     stream.set_read_timeout(Some(Duration::from_secs(120)))?;
     let body = body.unwrap_or_default();
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+    let given = |name: &str| headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
+    let mut head = format!("{method} {path} HTTP/1.1\r\n");
+    if !given("host") {
+        head.push_str(&format!("Host: {addr}\r\n"));
+    }
+    if !given("content-type") {
+        head.push_str("Content-Type: application/json\r\n");
+    }
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str(&format!(
+        "Content-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
-    );
+    ));
     stream.write_all(head.as_bytes())?;
     stream.write_all(body)?;
     stream.flush()?;
     Ok(stream)
+}
+
+/// A request with extra headers on a fresh connection, and its whole response.
+pub(crate) fn request_with(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> anyhow::Result<Reply> {
+    read_reply(send_with(
+        addr,
+        method,
+        path,
+        headers,
+        body.map(str::as_bytes),
+    )?)
 }
 
 /// Sends a request and reads the whole response.
@@ -66,8 +106,7 @@ pub(crate) fn request(
     path: &str,
     body: Option<&str>,
 ) -> anyhow::Result<Reply> {
-    let stream = send(addr, method, path, body.map(str::as_bytes))?;
-    read_reply(stream)
+    request_with(addr, method, path, &[], body)
 }
 
 /// `POST path` with a JSON body.
@@ -107,6 +146,29 @@ pub(crate) fn read_head(reader: &mut impl BufRead) -> anyhow::Result<(u16, Vec<(
     Ok((status, headers))
 }
 
+/// Waits for the server to close `stream` (up to 30 s) and returns what it sent before
+/// closing; an error if it is still open.
+pub(crate) fn until_closed(stream: &mut TcpStream) -> anyhow::Result<Vec<u8>> {
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return Ok(got),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted
+                ) =>
+            {
+                return Ok(got);
+            }
+            Err(e) => bail!("the server did not close the connection: {e}"),
+        }
+    }
+}
+
 /// Reads one chunk of a chunked body (`None` at the last chunk).
 pub(crate) fn read_chunk(reader: &mut impl BufRead) -> anyhow::Result<Option<Vec<u8>>> {
     let mut line = String::new();
@@ -119,15 +181,22 @@ pub(crate) fn read_chunk(reader: &mut impl BufRead) -> anyhow::Result<Option<Vec
     Ok((size > 0).then_some(data))
 }
 
-fn read_reply(stream: TcpStream) -> anyhow::Result<Reply> {
+/// Reads one whole response from `stream`.
+pub(crate) fn read_reply(stream: impl Read) -> anyhow::Result<Reply> {
     let mut reader = BufReader::new(stream);
-    let (status, headers) = read_head(&mut reader)?;
+    read_reply_from(&mut reader)
+}
+
+/// Reads one whole response from `reader`, leaving what follows it (keep-alive).
+pub(crate) fn read_reply_from(reader: &mut impl BufRead) -> anyhow::Result<Reply> {
+    let reader = &mut *reader;
+    let (status, headers) = read_head(reader)?;
     let chunked = headers
         .iter()
         .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
     let mut body = Vec::new();
     if chunked {
-        while let Some(chunk) = read_chunk(&mut reader)? {
+        while let Some(chunk) = read_chunk(reader)? {
             body.extend(chunk);
         }
     } else if let Some((_, len)) = headers

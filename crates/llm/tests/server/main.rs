@@ -2,9 +2,13 @@
 //! a tiny random model, driven with a real (minimal) HTTP client.
 #![cfg(feature = "server")]
 
+mod access;
 mod bad_requests;
+mod connections;
 mod endpoints;
 mod fixtures;
 mod http_client;
+mod message_text;
 mod same_tokens;
 mod slots;
+mod structured;

@@ -7,9 +7,10 @@ use std::net::Shutdown;
 use serde_json::json;
 
 use crate::fixtures::{
-    SMALL, completion_tokens, load, metric, model_file, reference, start, wait_health,
+    LONG_CONTEXT, SMALL, completion_tokens, load, long_stream, metric, model_file, reference,
+    start, wait_health,
 };
-use crate::http_client::{get, post, read_chunk, read_head, send};
+use crate::http_client::{get, post, read_head, send};
 
 #[test]
 fn concurrent_requests_match_one_at_a_time() -> anyhow::Result<()> {
@@ -67,25 +68,14 @@ fn concurrent_requests_match_one_at_a_time() -> anyhow::Result<()> {
 
 #[test]
 fn full_queue_gets_429_and_a_disconnect_frees_the_slot() -> anyhow::Result<()> {
-    let dir = model_file("dim=64,layers=2,heads=4,ffn=128,vocab=400,context=4096")?;
+    let dir = model_file(LONG_CONTEXT)?;
     let server = start(load(&dir, 4096)?, |c| {
         c.slots = 1;
         c.queue = 1;
     })?;
     let addr = server.addr;
     // A: a long stream; read until its first chunk so it holds the slot.
-    let long = json!({"prompt": "tell me", "max_tokens": 4000, "temperature": 0, "ignore_eos": true, "stream": true});
-    let a = send(
-        addr,
-        "POST",
-        "/v1/completions",
-        Some(long.to_string().as_bytes()),
-    )?;
-    let mut a_reader = BufReader::new(a.try_clone()?);
-    let (status, _) = read_head(&mut a_reader)?;
-    assert_eq!(status, 200);
-    let first = read_chunk(&mut a_reader)?.expect("a first chunk");
-    assert!(String::from_utf8_lossy(&first).starts_with("data: "));
+    let a = long_stream(addr, &[], true)?;
     // B waits in the queue.
     let short = json!({"prompt": "hi", "max_tokens": 3, "temperature": 0, "ignore_eos": true});
     let b = send(
@@ -100,16 +90,18 @@ fn full_queue_gets_429_and_a_disconnect_frees_the_slot() -> anyhow::Result<()> {
     // C finds the slot and the queue full.
     let c = post(addr, "/v1/completions", &short)?;
     assert_eq!(c.status, 429, "{}", c.body);
+    assert_eq!(c.header("retry-after"), Some("1"));
     let error = c.json()?;
     assert_eq!(error["error"]["code"], "rate_limit_exceeded");
+    assert_eq!(error["error"]["type"], "rate_limit_exceeded");
     assert!(
         error["error"]["message"]
             .as_str()
             .is_some_and(|m| m.contains("1 slots"))
     );
     // A disconnects mid-stream: its slot goes to B, which completes.
-    a.shutdown(Shutdown::Both)?;
-    drop((a, a_reader));
+    a.get_ref().shutdown(Shutdown::Both)?;
+    drop(a);
     let mut b_reader = BufReader::new(b);
     let (status, _) = read_head(&mut b_reader)?;
     assert_eq!(status, 200);
@@ -132,6 +124,47 @@ fn full_queue_gets_429_and_a_disconnect_frees_the_slot() -> anyhow::Result<()> {
     // The slot serves again.
     let reply = post(addr, "/v1/completions", &short)?;
     assert_eq!(reply.status, 200);
+    Ok(())
+}
+
+/// Queued requests whose clients disconnect leave the queue at once (not when a slot
+/// frees up), so live clients are not refused for them.
+#[test]
+fn a_client_that_leaves_frees_its_queue_place_at_once() -> anyhow::Result<()> {
+    let dir = model_file(LONG_CONTEXT)?;
+    let server = start(load(&dir, 4096)?, |c| {
+        c.slots = 1;
+        c.queue = 2;
+    })?;
+    let addr = server.addr;
+    let _a = long_stream(addr, &[], true)?;
+    // Two waiters fill the queue: one waits for a whole response, one for a stream.
+    let short = json!({"prompt": "hi", "max_tokens": 3, "temperature": 0, "ignore_eos": true});
+    let waiting = send(
+        addr,
+        "POST",
+        "/v1/completions",
+        Some(short.to_string().as_bytes()),
+    )?;
+    let streaming = long_stream(addr, &[], false)?.into_inner();
+    wait_health(addr, |h| h["queue_waiting"] == 2)?;
+    assert_eq!(post(addr, "/v1/completions", &short)?.status, 429);
+    // Both leave while A still holds the slot: their places are free at once.
+    for gone in [waiting, streaming] {
+        gone.shutdown(Shutdown::Both)?;
+    }
+    wait_health(addr, |h| {
+        h["queue_waiting"] == 0 && h["slots_processing"] == 1
+    })?;
+    // A live client takes a place (its stream is admitted: 200 while it waits).
+    let _live = long_stream(addr, &[], false)?;
+    let health = wait_health(addr, |h| h["queue_waiting"] == 1)?;
+    assert_eq!(health["slots_processing"], 1);
+    let metrics = get(addr, "/metrics")?.body;
+    assert_eq!(
+        metric(&metrics, "tempra_requests_cancelled_total"),
+        Some(2.0)
+    );
     Ok(())
 }
 

@@ -5,14 +5,18 @@
 For every architecture tempra implements this builds a `transformers` model from a config
 (no downloads), re-randomises its weights with a larger spread than the default init (whose
 logits are nearly flat, so any tolerance would pass), rounds them to values f16 holds
-exactly (the GGUF stores the matrices as F16, so tempra and transformers compute on the
-same numbers), trains a small SentencePiece `tokenizer.model`, converts the checkpoint with
-llama.cpp's `convert_hf_to_gguf.py` and records transformers' f32 logits at every position
-of a token sequence.
+exactly (the first cases' GGUFs store the matrices as F16, so tempra and transformers
+compute on the same numbers; the later ones store F32), trains a small SentencePiece
+`tokenizer.model`, converts the checkpoint with llama.cpp's `convert_hf_to_gguf.py` and
+records transformers' f32 logits at every position of a token sequence. The YaRN and
+LongRoPE cases have an original context of 8 positions, so most of the 32 run past it (up
+to 4x); the LongRoPE case also records the logits of the first 8 tokens alone, which
+transformers computes with the short factors (a sequence within the original context).
 
 Outputs, per case NAME: `NAME.gguf`, `NAME.logits.bin` (little-endian f32 `[T, vocab]`),
-`NAME.logits_f16kv.bin` (the same with keys and values rounded to f16 as a cache holds them) and
-an entry in `references.json` (tokens, shape, what the case covers).
+`NAME.logits_f16kv.bin` (the same with keys and values rounded to f16 as a cache holds them),
+`NAME.logits_short.bin` for the LongRoPE case, and an entry in `references.json` (tokens,
+shape, what the case covers).
 
 Requirements (CPU is enough): `pip install torch transformers sentencepiece gguf numpy
 safetensors protobuf`, and llama.cpp's converter, e.g. from the llama-cpp-python source
@@ -21,8 +25,10 @@ then
 
     python make_references.py --convert /path/to/vendor/llama.cpp/convert_hf_to_gguf.py
 
-(the converter's own `gguf-py` next to it is put on the path first). Made with torch
-2.15, transformers 5.24, llama.cpp from llama-cpp-python 0.3.16.
+(the converter's own `gguf-py` and its directory, which holds the `conversion` package
+of newer versions, are put on the path first). The first six cases were made with torch
+2.15, transformers 5.24 and llama.cpp from llama-cpp-python 0.3.16; the later ones
+(`--only` picks cases) with transformers 5.25 and llama.cpp from llama-cpp-python 0.3.36.
 """
 
 import argparse
@@ -57,11 +63,17 @@ boats pass under the old stone bridge. In the evening they counted the stars tog
 # (transformers 5's AutoConfig turns the legacy rope keys into `rope_parameters`, which
 # this converter does not read).
 CONVERT = """
-import runpy, sys, transformers
+import os, runpy, sys, transformers
 def refuse(*args, **kwargs):
     raise ValueError("read config.json")
 transformers.AutoConfig.from_pretrained = refuse
 path = sys.argv[1]
+sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+if os.environ.get("SPM_VOCAB"):
+    # Architectures whose converter expects a byte-level BPE tokenizer.json read the
+    # SentencePiece tokenizer.model every case has (the logits do not depend on it).
+    import conversion.base
+    conversion.base.TextModel._set_vocab_gpt2 = conversion.base.TextModel._set_vocab_sentencepiece
 sys.argv = sys.argv[1:]
 runpy.run_path(path, run_name="__main__")
 """
@@ -90,7 +102,8 @@ def train_tokenizer(out_dir: Path) -> spm.SentencePieceProcessor:
 
 def cases():
     """(name, config class, model class, config kwargs, legacy keys for the converter,
-    what the case covers)."""
+    what the case covers[, options: `outtype` (f16 by default), `short` (also record the
+    logits of the first `short` tokens alone)])."""
     tf = transformers
     common = dict(
         vocab_size=VOCAB,
@@ -203,14 +216,119 @@ def cases():
             {"rope_theta": 1000000.0, "rope_local_base_freq": 10000.0, "rope_scaling": {"rope_type": "linear", "factor": 4.0}},
             "gemma3: q/k norms, 5 sliding (base 1e4) : 1 global (base 1e6, linear scaling 4) layers, window 8",
         ),
+        (
+            "phi3",
+            tf.Phi3Config,
+            tf.Phi3ForCausalLM,
+            dict(
+                common,
+                num_attention_heads=1,
+                num_key_value_heads=1,
+                max_position_embeddings=32,
+                original_max_position_embeddings=8,
+                rope_parameters=PHI3_ROPE,
+                tie_word_embeddings=False,
+            ),
+            {"rope_scaling": PHI3_ROPE, "original_max_position_embeddings": 8},
+            "phi3: fused qkv and gate/up, one head of 32 (a whole quantization block), partial rotary "
+            "24 of 32, LongRoPE (long factors past the original context of 8, short within it; "
+            "attention factor), F32 weights",
+            {"outtype": "f32", "short": 8},
+        ),
+        (
+            "granite",
+            tf.GraniteConfig,
+            tf.GraniteForCausalLM,
+            dict(
+                common,
+                embedding_multiplier=6.0,
+                attention_multiplier=0.2,
+                residual_multiplier=0.5,
+                logits_scaling=4.0,
+                rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+                tie_word_embeddings=False,
+            ),
+            {"rope_theta": 10000.0},
+            "granite: embedding x6, attention scale 0.2, residual x0.5, logits /4, F32 weights",
+            {"outtype": "f32"},
+        ),
+        (
+            "olmo2",
+            tf.Olmo2Config,
+            tf.Olmo2ForCausalLM,
+            dict(
+                common,
+                rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
+                tie_word_embeddings=False,
+            ),
+            {"rope_theta": 500000.0},
+            "olmo2: norms after attention and FFN only, q/k norms over the whole projection, "
+            "NeoX rope, F32 weights",
+            {"outtype": "f32", "spm_vocab": True},
+        ),
+        (
+            "smollm3",
+            tf.SmolLM3Config,
+            tf.SmolLM3ForCausalLM,
+            dict(
+                common,
+                num_hidden_layers=4,
+                no_rope_layer_interval=4,
+                rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+                tie_word_embeddings=True,
+            ),
+            {"rope_theta": 10000.0},
+            "smollm3: layer 3 of 4 without rope, tied output, F32 weights",
+            {"outtype": "f32"},
+        ),
+        (
+            "qwen3_yarn",
+            tf.Qwen3Config,
+            tf.Qwen3ForCausalLM,
+            dict(
+                common,
+                head_dim=32,
+                max_position_embeddings=32,
+                rope_parameters=QWEN3_YARN,
+                tie_word_embeddings=False,
+            ),
+            {"rope_theta": 10000.0, "rope_scaling": QWEN3_YARN},
+            "qwen3 with YaRN x4 from an original context of 8 (positions up to 4x past it; "
+            "betas 1 and 0.01 put the ramp over pairs 0..9 of 16), head_dim 32 (a whole "
+            "quantization block), F32 weights",
+            {"outtype": "f32"},
+        ),
     ]
+
+
+# LongRoPE: factors per rotated pair (24 of the head's 32 dims), long ones past the
+# original context.
+PHI3_ROPE = {
+    "rope_type": "longrope",
+    "rope_theta": 10000.0,
+    "partial_rotary_factor": 0.75,
+    "original_max_position_embeddings": 8,
+    "short_factor": [1.0, 1.0, 1.1, 1.2, 1.25, 1.4, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0],
+    "long_factor": [1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0, 16.0, 20.0],
+}
+
+# YaRN with betas that spread its ramp over this small head's pairs (with the defaults 32
+# and 1 and an original context of 8 every pair would be interpolated).
+QWEN3_YARN = {
+    "rope_type": "yarn",
+    "rope_theta": 10000.0,
+    "factor": 4.0,
+    "original_max_position_embeddings": 8,
+    "beta_fast": 1.0,
+    "beta_slow": 0.01,
+}
 
 
 class F16KvCache:
     """While active, attention reads keys and values rounded to f16 (after rope), as an
     engine with an f16 KV cache does: the logits it gives are the f16-cache reference."""
 
-    MODULES = ["llama", "qwen2", "qwen3", "gemma2", "gemma3"]
+    MODULES = ["llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "granite", "olmo2", "smollm3"]
 
     def __enter__(self):
         self.saved = []
@@ -246,9 +364,10 @@ def rerandomise(model: torch.nn.Module, gemma: bool, generator: torch.Generator)
                 std = 2.0 / p.shape[-1] ** 0.5 if tied else 1.0
                 value = std * torch.randn(p.shape, generator=generator)
             else:
-                # Unit gain keeps activations O(1); the head gets more so logits spread.
+                # Unit gain keeps activations O(1); the head gets more so logits spread
+                # (Granite's more again: it divides the logits by `logits_scaling`).
                 fan_in = p.shape[-1]
-                gain = 2.0 if "lm_head" in name else 1.0
+                gain = 2.0 * getattr(model.config, "logits_scaling", 1.0) if "lm_head" in name else 1.0
                 value = gain / fan_in**0.5 * torch.randn(p.shape, generator=generator)
             p.copy_(value.half().float())
 
@@ -257,18 +376,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--convert", required=True, type=Path, help="llama.cpp's convert_hf_to_gguf.py")
     parser.add_argument("--out", type=Path, default=HERE)
+    parser.add_argument("--only", nargs="*", help="cases to (re)make; the others keep their entries")
     args = parser.parse_args()
     torch.set_num_threads(1)
     env = dict(os.environ, PYTHONPATH=str(args.convert.parent / "gguf-py"), NO_LOCAL_GGUF="")
 
-    references = {"generator": {"torch": torch.__version__, "transformers": transformers.__version__}, "cases": {}}
+    generator = {"torch": torch.__version__, "transformers": transformers.__version__,
+                 "converter": args.convert.parent.parent.parent.name}
+    references = {"generator": generator, "cases": {}}
+    if args.only and (args.out / "references.json").exists():
+        # The other cases keep their entries and the versions they were made with.
+        references = json.loads((args.out / "references.json").read_text())
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         sp = train_tokenizer(tmp)
         text = "Once upon a time the robot and the cat counted the stars under the old bridge, and they laughed."
         tokens = ([sp.bos_id()] + sp.encode(text))[:SEQ_LEN]
         assert len(tokens) == SEQ_LEN, len(tokens)
-        for index, (name, config_cls, model_cls, kwargs, legacy, covers) in enumerate(cases()):
+        for index, (name, config_cls, model_cls, kwargs, legacy, covers, *rest) in enumerate(cases()):
+            if args.only and name not in args.only:
+                continue
+            options = rest[0] if rest else {}
+            short = options.get("short")
             # The first seed whose top-1 token leads the runner-up by MIN_TOP1_GAP at every
             # position (so the top-1 comparison is not decided by rounding) and whose logits
             # an f16 cache moves by at most MAX_F16KV_SHIFT (below the test's tolerance of
@@ -282,6 +411,8 @@ def main() -> None:
                     logits = model(torch.tensor([tokens])).logits[0].float().numpy()
                     with F16KvCache():
                         logits_f16kv = model(torch.tensor([tokens])).logits[0].float().numpy()
+                    if short:
+                        logits_short = model(torch.tensor([tokens[:short]])).logits[0].float().numpy()
                 top2 = np.sort(logits, -1)[:, -2:]
                 f16kv_shift = np.abs(logits_f16kv - logits).max()
                 if (top2[:, 1] - top2[:, 0]).min() >= MIN_TOP1_GAP and f16kv_shift <= MAX_F16KV_SHIFT:
@@ -301,9 +432,10 @@ def main() -> None:
             (hf_dir / "tokenizer.model").write_bytes((tmp / "tokenizer.model").read_bytes())
             gguf_path = args.out / f"{name}.gguf"
             subprocess.run(
-                [sys.executable, "-c", CONVERT, str(args.convert), str(hf_dir), "--outtype", "f16", "--outfile", str(gguf_path)],
+                [sys.executable, "-c", CONVERT, str(args.convert), str(hf_dir), "--outtype",
+                 options.get("outtype", "f16"), "--outfile", str(gguf_path)],
                 check=True,
-                env=env,
+                env=dict(env, SPM_VOCAB="1") if options.get("spm_vocab") else env,
                 stdout=subprocess.DEVNULL,
             )
             logits.astype("<f4").tofile(args.out / f"{name}.logits.bin")
@@ -322,6 +454,12 @@ def main() -> None:
                 "f16kv_max_abs_diff": float(np.abs(logits_f16kv - logits).max()),
                 "covers": covers,
             }
+            if args.only:
+                references["cases"][name]["generator"] = generator
+            if short:
+                logits_short.astype("<f4").tofile(args.out / f"{name}.logits_short.bin")
+                references["cases"][name]["logits_short"] = f"{name}.logits_short.bin"
+                references["cases"][name]["short_tokens"] = short
             print(f"{name}: {gguf_path.stat().st_size} bytes, logits std {logits.std():.3f}, "
                   f"top-1 distinct {len(set(top1.tolist()))}, "
                   f"f16 cache moves logits by {np.abs(logits_f16kv - logits).max():.2e}")
