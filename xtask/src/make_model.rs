@@ -11,19 +11,23 @@ use tempra_llm::model_config::Arch;
 use tempra_llm::testing::{ModelShape, RandomModelSpec, write_random_model};
 
 pub(crate) const HELP: &str = "\
-cargo xtask make-model [--arch llama] [--shape tiny|110m|1b|DIMS] [--dtype TYPE] [--seed N] -o FILE
+cargo xtask make-model [--arch llama] [--shape tiny|110m|1b|DIMS] [--dtype TYPE] [--seed N] [--vocab GGUF] -o FILE
 
   --shape   tiny (default; 2 layers, dim 256), 110m, 1b (TinyLlama-1.1B sizes), or
             comma-separated overrides of tiny: dim=,layers=,heads=,kv_heads=,ffn=,vocab=,
             context=,tied=true|false
   --dtype   f32 (default), f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k_m, q4_k_m,
-            q5_k_m, q6_k (the _m types use llama.cpp's per-tensor mixes)
-  --seed    the generator seed (default 0): the same arguments give the same file";
+            q5_k_m, q6_k, iq4_nl, iq4_xs (the _m and iq4 types use llama.cpp's
+            per-tensor mixes)
+  --seed    the generator seed (default 0): the same arguments give the same file
+  --vocab   take the tokenizer (and so the vocabulary size) of this GGUF, e.g. llama.cpp's
+            ggml-vocab-qwen2.gguf, instead of the synthetic one";
 
 /// Parses the arguments after `make-model` and writes the model.
 pub(crate) fn make_model(args: &[String]) -> Result<()> {
     let mut spec = RandomModelSpec::llama(ModelShape::TINY);
     let mut output: Option<PathBuf> = None;
+    let mut vocab: Option<PathBuf> = None;
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         let mut value = || it.next().with_context(|| format!("{flag} needs a value"));
@@ -38,6 +42,7 @@ pub(crate) fn make_model(args: &[String]) -> Result<()> {
                     .with_context(|| format!("--seed {v} is not a number"))?;
             }
             "-o" | "--output" => output = Some(PathBuf::from(value()?)),
+            "--vocab" => vocab = Some(PathBuf::from(value()?)),
             "-h" | "--help" => {
                 println!("{HELP}");
                 return Ok(());
@@ -48,6 +53,13 @@ pub(crate) fn make_model(args: &[String]) -> Result<()> {
     let Some(output) = output else {
         bail!("make-model needs -o FILE\n\n{HELP}")
     };
+    if let Some(path) = vocab {
+        let file =
+            tempra_llm::ModelFile::open(&path).with_context(|| path.display().to_string())?;
+        spec = spec
+            .with_tokenizer_from(file.metadata())
+            .with_context(|| path.display().to_string())?;
+    }
     spec.validate()?;
     let start = Instant::now();
     let file = File::create(&output).with_context(|| format!("creating {}", output.display()))?;
