@@ -4,12 +4,15 @@
 Usage: openai_client_check.py TEMPRA_BINARY MODEL.gguf
 
 Starts the server on an ephemeral loopback port with an API key (`TEMPRA_API_KEY`), then
-drives it with `openai.OpenAI`: models, completions and chat (streamed and not), and the
+drives it with `openai.OpenAI`: models, completions and chat (streamed and not), log
+probabilities (a scored prompt against `tempra logits` on the same tokens), and the
 errors the client maps to exceptions (400 -> BadRequestError, 401 ->
 AuthenticationError). Exits non-zero on the first failure. Run by .ci/run in a virtual
 environment (`pip install openai`); cargo tests never need it.
 """
 
+import json
+import math
 import os
 import re
 import subprocess
@@ -40,6 +43,7 @@ def main() -> int:
             match = re.search(r"http://(\S+)", line)
         base_url = f"http://{match.group(1)}/v1"
         check(openai.OpenAI(base_url=base_url, api_key=API_KEY))
+        check_logprobs(openai.OpenAI(base_url=base_url, api_key=API_KEY), binary, model_path)
         check_refusals(openai.OpenAI(base_url=base_url, api_key=API_KEY),
                        openai.OpenAI(base_url=base_url, api_key="sk-wrong", max_retries=0))
     finally:
@@ -89,6 +93,54 @@ def check(client: "openai.OpenAI") -> None:
         raise AssertionError("max_tokens=0 was accepted")
     except openai.BadRequestError as e:
         assert e.body["param"] == "max_tokens", e.body
+
+
+def log_softmax(row):
+    top = max(row)
+    lse = top + math.log(sum(math.exp(x - top) for x in row))
+    return [x - lse for x in row]
+
+
+def check_logprobs(client: "openai.OpenAI", binary: str, model_path: str) -> None:
+    """Prompt scoring (`echo`, `logprobs`, `max_tokens=0`) against `tempra logits` on the
+    same tokens: each prompt token's log-probability and the five best alternatives equal
+    the log-softmax of the logits of the position before it (within 1e-4)."""
+    ids = [1, 17, 60, 101, 7, 42, 250]
+    scored = client.completions.create(model="m", prompt=ids, echo=True, logprobs=5,
+                                       max_tokens=0)
+    lp = scored.choices[0].logprobs
+    assert len(lp.tokens) == len(ids) and lp.token_logprobs[0] is None, lp
+    out = subprocess.run(
+        [binary, "logits", "-m", model_path, "--ctx", "256", "--threads", "1",
+         "--tokens", ",".join(map(str, ids))],
+        check=True, capture_output=True, text=True).stdout
+    rows = json.loads(out)["logits"]
+    for i in range(1, len(ids)):
+        want = log_softmax(rows[i - 1])
+        assert abs(lp.token_logprobs[i] - want[ids[i]]) <= 1e-4, (i, lp.token_logprobs[i])
+        best = sorted(want, reverse=True)[:5]
+        got = sorted(lp.top_logprobs[i].values(), reverse=True)
+        # Tokens with the same text share a key: the likelier one is listed.
+        assert all(any(abs(g - b) <= 1e-4 for b in best) for g in got), (i, got, best)
+        assert abs(got[0] - best[0]) <= 1e-4, (i, got, best)
+
+    chat = client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "Hello!"}], max_tokens=4,
+        temperature=0, logprobs=True, top_logprobs=5, extra_body={"ignore_eos": True})
+    content = chat.choices[0].logprobs.content
+    assert len(content) == 4, content
+    for entry in content:
+        alternatives = [t.logprob for t in entry.top_logprobs]
+        assert len(alternatives) == 5 and alternatives == sorted(alternatives, reverse=True)
+        # Greedy: the chosen token is the most likely one.
+        assert entry.token == entry.top_logprobs[0].token, entry
+        assert abs(entry.logprob - alternatives[0]) <= 1e-6, entry
+    try:
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}],
+                                       logprobs=True, top_logprobs=21)
+        raise AssertionError("top_logprobs=21 was accepted")
+    except openai.BadRequestError as e:
+        assert e.body["param"] == "top_logprobs", e.body
 
 
 def check_refusals(client: "openai.OpenAI", wrong_key: "openai.OpenAI") -> None:

@@ -38,6 +38,7 @@ mod executor;
 mod forward;
 mod generation;
 mod kv_cache;
+mod logprobs;
 mod model;
 mod outputs;
 mod sampler;
@@ -50,6 +51,7 @@ pub use executor::Executor;
 pub use forward::{LogitRows, forward, forward_in};
 pub use generation::{FinishReason, GeneratedPiece, Generation, StopConditions};
 pub use kv_cache::{KvCache, KvTypes};
+pub use logprobs::{LOGPROB_FLOOR, MAX_TOP_LOGPROBS, TokenLogprob, log_sum_exp, token_logprobs};
 #[cfg(feature = "server")]
 pub(crate) use model::available_memory;
 pub use model::{BackendKind, DEFAULT_MAX_CONTEXT, LoadOptions, Model};

@@ -28,6 +28,10 @@ pub struct SamplerConfig {
     pub presence_penalty: f32,
     /// The random seed.
     pub seed: u64,
+    /// Added to these tokens' logits before sampling (OpenAI's `logit_bias`; -100
+    /// bans a token in practice, 100 all but forces it): `(token id, bias)` sorted by
+    /// id, one entry per id.
+    pub logit_bias: Vec<(u32, f32)>,
 }
 
 impl Default for SamplerConfig {
@@ -42,6 +46,7 @@ impl Default for SamplerConfig {
             frequency_penalty: 0.0,
             presence_penalty: 0.0,
             seed: 0,
+            logit_bias: Vec::new(),
         }
     }
 }
@@ -94,6 +99,7 @@ impl Sampler {
                 .map(|(i, &l)| (i as u32, if l.is_nan() { f32::NEG_INFINITY } else { l })),
         );
         apply_penalties(&mut self.candidates, history, &self.config);
+        apply_logit_bias(&mut self.candidates, &self.config.logit_bias);
         self.pick()
     }
 
@@ -142,6 +148,7 @@ impl Sampler {
             (id, if l.is_nan() { f32::NEG_INFINITY } else { l })
         }));
         apply_penalties(&mut self.candidates, history, &self.config);
+        apply_logit_bias(&mut self.candidates, &self.config.logit_bias);
         // Allowed tokens with no chance (-inf logits) are never drawn while another has
         // one; if none has, the first allowed token is taken.
         if self.candidates.iter().all(|c| c.1 == f32::NEG_INFINITY) {
@@ -223,6 +230,27 @@ fn argmax(cands: &[(u32, f32)]) -> u32 {
         }
     }
     best.0
+}
+
+/// Adds each `(id, bias)` of `bias` to that candidate's logit (candidates sorted by id:
+/// every id, or a constraint's allowed ones).
+fn apply_logit_bias(cands: &mut [(u32, f32)], bias: &[(u32, f32)]) {
+    if bias.is_empty() {
+        return;
+    }
+    let dense = cands
+        .last()
+        .is_some_and(|l| l.0 as usize + 1 == cands.len());
+    for &(id, b) in bias {
+        let at = if dense {
+            Some(id as usize).filter(|&at| at < cands.len())
+        } else {
+            cands.binary_search_by_key(&id, |c| c.0).ok()
+        };
+        if let Some(cand) = at.map(|at| &mut cands[at]) {
+            cand.1 += b;
+        }
+    }
 }
 
 fn apply_penalties(cands: &mut [(u32, f32)], history: &[u32], c: &SamplerConfig) {
@@ -331,6 +359,33 @@ mod tests {
         assert_eq!(greedy(0.0, 0.6).sample(&logits, &[0]), 1);
         // Negative values favour seen tokens.
         assert_eq!(greedy(0.0, -1.2).sample(&logits, &[2]), 2);
+    }
+
+    #[test]
+    fn logit_bias_shifts_and_bans() {
+        let logits = [2.0, 1.0, 0.5];
+        let greedy = |logit_bias| {
+            Sampler::new(SamplerConfig {
+                logit_bias,
+                ..SamplerConfig::greedy()
+            })
+        };
+        assert_eq!(greedy(vec![]).sample(&logits, &[]), 0);
+        assert_eq!(greedy(vec![(0, -100.0)]).sample(&logits, &[]), 1);
+        assert_eq!(greedy(vec![(2, 1.6)]).sample(&logits, &[]), 2);
+        // Ids past the vocabulary change nothing (the server refuses them earlier).
+        assert_eq!(greedy(vec![(7, 50.0)]).sample(&logits, &[]), 0);
+        // With a temperature, a banned token is never drawn.
+        let mut s = Sampler::new(SamplerConfig {
+            temperature: 1.0,
+            top_k: 0,
+            top_p: 1.0,
+            min_p: 0.0,
+            seed: 5,
+            logit_bias: vec![(0, -100.0)],
+            ..SamplerConfig::default()
+        });
+        assert!((0..200).all(|_| s.sample(&logits, &[]) != 0));
     }
 
     #[test]

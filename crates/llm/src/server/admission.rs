@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::engine::{FinishReason, SamplerConfig};
+use crate::engine::{FinishReason, SamplerConfig, TokenLogprob};
 use crate::grammar::{OutputConstraint, TokenTrie};
 use crate::server::metrics::Metrics;
 
@@ -30,6 +30,11 @@ pub(crate) struct Job {
     pub(crate) stop: Vec<String>,
     /// Keep going past end-of-generation tokens.
     pub(crate) ignore_eos: bool,
+    /// Report each generated token's log-probability with this many alternatives.
+    pub(crate) logprobs: Option<usize>,
+    /// Report the prompt tokens' log-probabilities too (an echoed prompt): the whole
+    /// prompt runs, none of it from the slot's cache.
+    pub(crate) prompt_logprobs: bool,
     /// The grammar the output is held to, if any.
     pub(crate) constraint: Option<OutputConstraint>,
     /// The vocabulary's pieces: tokens it preserves (tool-call markers) render as text.
@@ -41,8 +46,17 @@ pub(crate) struct Job {
 /// What the engine sends back for a job.
 #[derive(Debug)]
 pub(crate) enum JobEvent {
-    /// Generated text (never empty).
-    Text(String),
+    /// Generated text and the log-probabilities of the tokens it completes (when the
+    /// job asked for them); never both empty.
+    Text {
+        /// The text.
+        text: String,
+        /// One entry per token.
+        logprobs: Vec<TokenLogprob>,
+    },
+    /// The log-probabilities of the prompt's tokens after the first (sent before any
+    /// text, when the job asked for them).
+    PromptLogprobs(Vec<TokenLogprob>),
     /// The generation ended.
     Done {
         /// Why.

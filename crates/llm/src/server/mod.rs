@@ -74,6 +74,7 @@ mod browser;
 mod connections;
 mod errors;
 mod gate;
+mod logprob_json;
 mod memory_guard;
 mod metrics;
 mod openai;

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::chat::{ChatMessage, ToolCall};
-use crate::engine::{FinishReason, SamplerConfig};
+use crate::engine::{FinishReason, MAX_TOP_LOGPROBS, SamplerConfig};
 use crate::json::JsonValue;
 use crate::server::errors::ApiError;
 
@@ -22,6 +22,20 @@ pub(crate) enum Prompt {
     /// Token ids.
     Tokens(Vec<u32>),
 }
+
+/// `logprobs`: a flag (chat, with `top_logprobs` alternatives) or the number of
+/// alternatives (completions).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum LogprobsField {
+    /// Chat's `true` / `false`.
+    Flag(bool),
+    /// Completions' count of alternatives.
+    Count(i64),
+}
+
+/// The most `logit_bias` entries a request may give.
+pub(crate) const MAX_LOGIT_BIAS: usize = 1024;
 
 /// `stop`: one string or a list.
 #[derive(Debug, Deserialize)]
@@ -156,6 +170,20 @@ pub(crate) struct GenerationRequest {
     /// Completions wanted: only 1.
     #[serde(default)]
     pub(crate) n: Option<i64>,
+    /// Log-probabilities of the output tokens: `true` in chat, the number of
+    /// alternatives in completions.
+    #[serde(default)]
+    pub(crate) logprobs: Option<LogprobsField>,
+    /// Chat: the alternatives per token with `logprobs: true` (0 to 20).
+    #[serde(default)]
+    pub(crate) top_logprobs: Option<i64>,
+    /// Completions: the prompt before the output (with its log-probabilities when
+    /// `logprobs` is given; `max_tokens: 0` then scores the prompt alone).
+    #[serde(default)]
+    pub(crate) echo: Option<bool>,
+    /// Token id (as a string) to a bias in [-100, 100] added to its logit.
+    #[serde(default)]
+    pub(crate) logit_bias: Option<std::collections::BTreeMap<String, f64>>,
     /// Server-sent events.
     #[serde(default)]
     pub(crate) stream: Option<bool>,
@@ -207,6 +235,10 @@ pub(crate) struct Plan {
     pub(crate) stream: bool,
     /// Send a usage chunk at the end of a stream.
     pub(crate) include_usage: bool,
+    /// Report log-probabilities with this many alternatives per token.
+    pub(crate) logprobs: Option<usize>,
+    /// Completions: put the prompt before the output.
+    pub(crate) echo: bool,
 }
 
 fn check(ok: bool, param: &str, message: impl FnOnce() -> String) -> Result<(), ApiError> {
@@ -218,14 +250,26 @@ fn check(ok: bool, param: &str, message: impl FnOnce() -> String) -> Result<(), 
 }
 
 impl GenerationRequest {
-    /// The generation settings, or a 400 naming the field at fault.
-    pub(crate) fn plan(&self) -> Result<Plan, ApiError> {
+    /// The generation settings for `endpoint` over a vocabulary of `vocab_size`
+    /// tokens, or a 400 naming the field at fault.
+    pub(crate) fn plan(&self, endpoint: Endpoint, vocab_size: usize) -> Result<Plan, ApiError> {
         let n = self.n.unwrap_or(1);
         check(n == 1, "n", || format!("n must be 1 (got {n})"))?;
+        let logprobs = self.logprobs_plan(endpoint)?;
+        let echo = self.echo.unwrap_or(false);
+        check(!echo || endpoint == Endpoint::Completions, "echo", || {
+            "`echo` is for /v1/completions".into()
+        })?;
         let max_tokens = match self.max_tokens.or(self.max_completion_tokens) {
             Some(m) => {
-                check(m > 0, "max_tokens", || {
-                    format!("max_tokens must be at least 1 (got {m})")
+                // Scoring a prompt: its echo and log-probabilities, no output.
+                let least = if echo { 0 } else { 1 };
+                check(m >= least, "max_tokens", || {
+                    if echo {
+                        format!("max_tokens must be 0 or more (got {m})")
+                    } else {
+                        format!("max_tokens must be at least 1 (got {m}; 0 only with `echo`)")
+                    }
                 })?;
                 Some(usize::try_from(m).unwrap_or(usize::MAX))
             }
@@ -296,6 +340,7 @@ impl GenerationRequest {
                 frequency_penalty,
                 presence_penalty,
                 seed,
+                logit_bias: self.logit_bias_plan(vocab_size)?,
                 ..defaults
             },
             max_tokens,
@@ -306,7 +351,104 @@ impl GenerationRequest {
                 .stream_options
                 .as_ref()
                 .is_some_and(|o| o.include_usage),
+            logprobs,
+            echo,
         })
+    }
+
+    /// How many alternatives per token to report (`None`: no log-probabilities):
+    /// chat's `logprobs: true` with `top_logprobs`, completions' `logprobs: N`.
+    fn logprobs_plan(&self, endpoint: Endpoint) -> Result<Option<usize>, ApiError> {
+        let bounded = |param: &str, n: i64| {
+            check((0..=MAX_TOP_LOGPROBS as i64).contains(&n), param, || {
+                format!("{param} must be between 0 and {MAX_TOP_LOGPROBS} (got {n})")
+            })
+            .map(|()| n as usize)
+        };
+        match endpoint {
+            Endpoint::Chat => {
+                let on = match self.logprobs {
+                    None | Some(LogprobsField::Flag(false)) => false,
+                    Some(LogprobsField::Flag(true)) => true,
+                    Some(LogprobsField::Count(_)) => {
+                        return Err(ApiError::invalid(
+                            Some("logprobs"),
+                            "`logprobs` is true or false in chat; the number of alternatives goes in `top_logprobs`",
+                        ));
+                    }
+                };
+                match self.top_logprobs {
+                    None => Ok(on.then_some(0)),
+                    Some(n) => {
+                        let n = bounded("top_logprobs", n)?;
+                        check(on, "top_logprobs", || {
+                            "`top_logprobs` needs `logprobs: true`".into()
+                        })?;
+                        Ok(Some(n))
+                    }
+                }
+            }
+            Endpoint::Completions => {
+                check(self.top_logprobs.is_none(), "top_logprobs", || {
+                    "`top_logprobs` is for chat; completions take the number of alternatives in `logprobs`".into()
+                })?;
+                match self.logprobs {
+                    None => Ok(None),
+                    Some(LogprobsField::Count(n)) => bounded("logprobs", n).map(Some),
+                    Some(LogprobsField::Flag(_)) => Err(ApiError::invalid(
+                        Some("logprobs"),
+                        format!(
+                            "`logprobs` is a number of alternatives (0 to {MAX_TOP_LOGPROBS}) in completions"
+                        ),
+                    )),
+                }
+            }
+        }
+    }
+
+    /// `logit_bias` as `(id, bias)` sorted by id, or a 400: a key that is not a token
+    /// id of the vocabulary, a bias outside [-100, 100], too many entries.
+    fn logit_bias_plan(&self, vocab_size: usize) -> Result<Vec<(u32, f32)>, ApiError> {
+        let Some(map) = &self.logit_bias else {
+            return Ok(Vec::new());
+        };
+        check(map.len() <= MAX_LOGIT_BIAS, "logit_bias", || {
+            format!(
+                "at most {MAX_LOGIT_BIAS} logit_bias entries (got {})",
+                map.len()
+            )
+        })?;
+        let mut bias = map
+            .iter()
+            .map(|(key, &b)| {
+                let id = key
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|&id| (id as usize) < vocab_size)
+                    .ok_or_else(|| {
+                        ApiError::invalid(
+                            Some("logit_bias"),
+                            format!(
+                                "`logit_bias`: {key:?} is not a token id of this model (0 to {})",
+                                vocab_size.saturating_sub(1)
+                            ),
+                        )
+                    })?;
+                check((-100.0..=100.0).contains(&b), "logit_bias", || {
+                    format!("`logit_bias`: the bias of token {id} must be between -100 and 100 (got {b})")
+                })?;
+                Ok((id, b as f32))
+            })
+            .collect::<Result<Vec<_>, ApiError>>()?;
+        bias.sort_unstable_by_key(|e| e.0);
+        // "7" and "07" name the same token: refuse rather than pick one.
+        if let Some(w) = bias.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(ApiError::invalid(
+                Some("logit_bias"),
+                format!("`logit_bias` names token {} twice", w[0].0),
+            ));
+        }
+        Ok(bias)
     }
 
     /// The chat messages, or a 400 (a missing or empty list, content parts that are not
@@ -488,18 +630,20 @@ pub(crate) struct ResponseHead {
 
 impl ResponseHead {
     /// A streamed chunk carrying `text` (chat: as `delta.content`, plus the role on the
-    /// first chunk) and the finish reason on the last.
+    /// first chunk), its tokens' `logprobs` (`null` when not asked for) and the finish
+    /// reason on the last.
     pub(crate) fn chunk(
         &self,
         text: Option<&str>,
         role: bool,
         finish: Option<&str>,
+        logprobs: serde_json::Value,
     ) -> serde_json::Value {
         let choice = match self.endpoint {
             Endpoint::Completions => serde_json::json!({
                 "index": 0,
                 "text": text.unwrap_or(""),
-                "logprobs": null,
+                "logprobs": logprobs,
                 "finish_reason": finish,
             }),
             Endpoint::Chat => {
@@ -513,27 +657,22 @@ impl ResponseHead {
                 serde_json::json!({
                     "index": 0,
                     "delta": delta,
-                    "logprobs": null,
+                    "logprobs": logprobs,
                     "finish_reason": finish,
                 })
             }
         };
-        serde_json::json!({
-            "id": self.id,
-            "object": self.object(true),
-            "created": self.created,
-            "model": self.model,
-            "choices": [choice],
-        })
+        self.wrap(true, choice)
     }
 
     /// A chat chunk with `delta` (reasoning, content or tool calls; the role on the first
-    /// chunk) and the finish reason on the last.
+    /// chunk), `logprobs` and the finish reason on the last.
     pub(crate) fn delta_chunk(
         &self,
         delta: serde_json::Value,
         role: bool,
         finish: Option<&str>,
+        logprobs: serde_json::Value,
     ) -> serde_json::Value {
         let mut delta = match delta {
             serde_json::Value::Object(m) => m,
@@ -542,13 +681,10 @@ impl ResponseHead {
         if role {
             delta.insert("role".into(), "assistant".into());
         }
-        serde_json::json!({
-            "id": self.id,
-            "object": self.object(true),
-            "created": self.created,
-            "model": self.model,
-            "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}],
-        })
+        self.wrap(
+            true,
+            serde_json::json!({"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish}),
+        )
     }
 
     /// The whole chat response with `message` (reasoning and tool calls included).
@@ -557,15 +693,14 @@ impl ResponseHead {
         message: serde_json::Value,
         finish: &str,
         usage: Usage,
+        logprobs: serde_json::Value,
     ) -> serde_json::Value {
-        serde_json::json!({
-            "id": self.id,
-            "object": self.object(false),
-            "created": self.created,
-            "model": self.model,
-            "choices": [{"index": 0, "message": message, "logprobs": null, "finish_reason": finish}],
-            "usage": usage,
-        })
+        let mut response = self.wrap(
+            false,
+            serde_json::json!({"index": 0, "message": message, "logprobs": logprobs, "finish_reason": finish}),
+        );
+        response["usage"] = serde_json::json!(usage);
+        response
     }
 
     /// The last chunk of a stream with `stream_options.include_usage`: no choices, the
@@ -582,28 +717,40 @@ impl ResponseHead {
     }
 
     /// The whole (non-streamed) response.
-    pub(crate) fn full(&self, text: &str, finish: &str, usage: Usage) -> serde_json::Value {
+    pub(crate) fn full(
+        &self,
+        text: &str,
+        finish: &str,
+        usage: Usage,
+        logprobs: serde_json::Value,
+    ) -> serde_json::Value {
         let choice = match self.endpoint {
             Endpoint::Completions => serde_json::json!({
                 "index": 0,
                 "text": text,
-                "logprobs": null,
+                "logprobs": logprobs,
                 "finish_reason": finish,
             }),
             Endpoint::Chat => serde_json::json!({
                 "index": 0,
                 "message": {"role": "assistant", "content": text},
-                "logprobs": null,
+                "logprobs": logprobs,
                 "finish_reason": finish,
             }),
         };
+        let mut response = self.wrap(false, choice);
+        response["usage"] = serde_json::json!(usage);
+        response
+    }
+
+    /// A response (or chunk) with one choice.
+    fn wrap(&self, chunk: bool, choice: serde_json::Value) -> serde_json::Value {
         serde_json::json!({
             "id": self.id,
-            "object": self.object(false),
+            "object": self.object(chunk),
             "created": self.created,
             "model": self.model,
             "choices": [choice],
-            "usage": usage,
         })
     }
 

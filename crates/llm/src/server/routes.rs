@@ -17,11 +17,12 @@ use crate::chat::TemplateInputs;
 use crate::server::admission::{Job, JobEvent, Rejected};
 use crate::server::api_keys::Caller;
 use crate::server::errors::ApiError;
+use crate::server::logprob_json::{LogprobWriter, take_logprobs};
 use crate::server::openai::{
     Endpoint, GenerationRequest, Plan, Prompt, ResponseHead, Usage, finish_reason,
 };
 use crate::server::reply_stream::{ReplyStream, call_ids, message};
-use crate::server::sse::stream_response;
+use crate::server::sse::{Echo, stream_response};
 use crate::server::state::AppState;
 use crate::server::structured::{
     ChatContext, OutputPlan, ToolChoice, output_plan, request_tools, template_kwargs,
@@ -35,6 +36,8 @@ struct Ready {
     plan: Plan,
     stops: Vec<String>,
     output: OutputPlan,
+    /// Completions with `echo`: the prompt's text, put before the output.
+    echo: Option<String>,
 }
 
 /// A prepared request, or why not.
@@ -116,8 +119,9 @@ async fn completions(
         .completion_requests
         .fetch_add(1, Ordering::Relaxed);
     let prepared = parse(&app, body).and_then(|request| {
-        let plan = request.plan()?;
+        let plan = request.plan(Endpoint::Completions, app.model.config().vocab_size)?;
         let prompt = completion_prompt(&app, &request)?;
+        let echo = plan.echo.then(|| echo_text(&app, &request, &prompt));
         if request.tools.is_some() {
             return Err(ApiError::invalid(
                 Some("tools"),
@@ -130,6 +134,7 @@ async fn completions(
             plan,
             stops: Vec::new(),
             output,
+            echo,
         })
     });
     respond(app, caller, Endpoint::Completions, prepared).await
@@ -142,7 +147,7 @@ async fn chat_completions(
 ) -> Response {
     app.metrics.chat_requests.fetch_add(1, Ordering::Relaxed);
     let prepared = parse(&app, body).and_then(|request| {
-        let plan = request.plan()?;
+        let plan = request.plan(Endpoint::Chat, app.model.config().vocab_size)?;
         let messages = request.chat_messages(&app.roles)?;
         let tools = request_tools(&request)?;
         let kwargs = template_kwargs(&request)?;
@@ -178,6 +183,7 @@ async fn chat_completions(
             plan,
             stops,
             output,
+            echo: None,
         })
     });
     respond(app, caller, Endpoint::Chat, prepared).await
@@ -254,6 +260,20 @@ fn completion_prompt(app: &AppState, request: &GenerationRequest) -> Result<Vec<
     ))
 }
 
+/// The text an echoed completions prompt shows: the prompt as given, or its token ids'
+/// text.
+fn echo_text(app: &AppState, request: &GenerationRequest, ids: &[u32]) -> String {
+    match &request.prompt {
+        Some(Prompt::Text(text)) => text.clone(),
+        Some(Prompt::Texts(texts)) if texts.len() == 1 => texts[0].clone(),
+        _ => app
+            .model
+            .vocab()
+            .detokenize(ids, Default::default())
+            .unwrap_or_default(),
+    }
+}
+
 /// Queues the job and answers: a stream, the whole response, or an error.
 async fn respond(
     app: Arc<AppState>,
@@ -288,6 +308,7 @@ async fn generate(
         plan,
         stops: extra_stops,
         output,
+        echo,
     } = prepared?;
     let context = app.model.context_length();
     if prompt.is_empty() {
@@ -300,7 +321,10 @@ async fn generate(
             "the prompt is empty (it tokenized to nothing)",
         ));
     }
-    if prompt.len() >= context {
+    // Scoring a prompt (`max_tokens: 0` with `echo`) generates nothing: it may fill
+    // the context.
+    let score_only = plan.max_tokens == Some(0);
+    if prompt.len() > context || (prompt.len() == context && !score_only) {
         return Err(ApiError::invalid(
             Some(if endpoint == Endpoint::Chat { "messages" } else { "prompt" }),
             format!(
@@ -311,6 +335,10 @@ async fn generate(
         .with_code("context_length_exceeded"));
     }
     let room = context - prompt.len();
+    let echo = echo.map(|text| Echo {
+        text,
+        prompt: prompt.clone(),
+    });
     let max_tokens = plan.max_tokens.unwrap_or(room).min(room);
     let constraint = output.constraint(&app.trie, max_tokens)?;
     let mut stop = plan.stop;
@@ -322,6 +350,8 @@ async fn generate(
         max_tokens,
         stop,
         ignore_eos: plan.ignore_eos,
+        logprobs: plan.logprobs,
+        prompt_logprobs: echo.is_some() && plan.logprobs.is_some(),
         constraint,
         trie: Arc::clone(&app.trie),
         events,
@@ -351,19 +381,38 @@ async fn generate(
     let reply = output
         .parser
         .map(|p| ReplyStream::new(p, output.tool_format, &head.id));
+    let mut writer = plan
+        .logprobs
+        .map(|_| LogprobWriter::new(Arc::clone(&app.model), endpoint));
     if plan.stream {
         return Ok(stream_response(
             receiver,
             head,
             plan.include_usage,
             reply,
+            (writer, echo),
             hold,
         ));
     }
     let mut text = String::new();
+    if let Some(echo) = &echo {
+        text.push_str(&echo.text);
+    }
+    let mut generated = Vec::new();
     loop {
         match receiver.recv().await {
-            Some(JobEvent::Text(piece)) => text.push_str(&piece),
+            Some(JobEvent::Text {
+                text: piece,
+                logprobs,
+            }) => {
+                text.push_str(&piece);
+                generated.extend(logprobs);
+            }
+            Some(JobEvent::PromptLogprobs(entries)) => {
+                if let (Some(w), Some(echo)) = (writer.as_mut(), &echo) {
+                    w.push_prompt(&echo.prompt, &entries, echo.text.chars().count());
+                }
+            }
             Some(JobEvent::Done {
                 reason,
                 prompt_tokens,
@@ -372,18 +421,25 @@ async fn generate(
             }) => {
                 let usage = Usage::new(prompt_tokens, cached_tokens, completion_tokens);
                 drop(hold);
+                if let Some(w) = writer.as_mut() {
+                    w.push(generated);
+                }
+                let logprobs = take_logprobs(&mut writer);
                 let Some(mut reply) = reply else {
-                    return Ok(
-                        Json(head.full(&text, finish_reason(reason, false), usage)).into_response()
-                    );
+                    let finish = finish_reason(reason, false);
+                    return Ok(Json(head.full(&text, finish, usage, logprobs)).into_response());
                 };
                 reply.push(&text);
                 let (_, parsed) = reply.finish();
                 let ids = call_ids(&parsed, output.tool_format, &head.id);
                 let finish = finish_reason(reason, !parsed.calls.is_empty());
-                return Ok(
-                    Json(head.full_message(message(&parsed, &ids), finish, usage)).into_response(),
-                );
+                return Ok(Json(head.full_message(
+                    message(&parsed, &ids),
+                    finish,
+                    usage,
+                    logprobs,
+                ))
+                .into_response());
             }
             Some(JobEvent::Failed(message)) => {
                 return Err(ApiError::server(StatusCode::INTERNAL_SERVER_ERROR, message));

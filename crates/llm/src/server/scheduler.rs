@@ -100,7 +100,12 @@ impl Scheduler {
         };
         let prompt_tokens = job.prompt.len() as u64;
         let slot = &mut self.slots[index];
-        let cached = reusable_prefix(slot.session.tokens(), &job.prompt) as u64;
+        // A scored prompt runs whole (see `Slot::start`).
+        let cached = if job.prompt_logprobs {
+            0
+        } else {
+            reusable_prefix(slot.session.tokens(), &job.prompt) as u64
+        };
         let began = Instant::now();
         let result = slot.start(job);
         add_duration(&self.metrics.prefill_nanos, began.elapsed());

@@ -1,6 +1,6 @@
 //! `Slot`: one KV session of the server and the job it is running.
 
-use crate::engine::{FinishReason, Sampler, Session, logits_slice};
+use crate::engine::{FinishReason, Sampler, Session, TokenLogprob, logits_slice, token_logprobs};
 use crate::error::Result;
 use crate::grammar::OutputConstraint;
 use crate::server::admission::{Job, JobEvent};
@@ -25,6 +25,9 @@ pub(crate) struct Active {
     constraint: Option<OutputConstraint>,
     cached_tokens: usize,
     produced: usize,
+    /// Log-probabilities of tokens whose text is not released yet (held by a stop
+    /// string's prefix or an incomplete UTF-8 sequence).
+    pending: Vec<TokenLogprob>,
     /// The token sampled last, to run through the model in the next decode step.
     pub(crate) next_token: Option<u32>,
 }
@@ -39,6 +42,11 @@ pub(crate) enum Step {
     /// Its client went away; the slot is free.
     ClientGone,
 }
+
+/// How many logits one step of an echoed prompt's scoring brings to the host at most
+/// (its rows run in chunks of this over the vocabulary; the engine's row invariance
+/// makes the chunking invisible in the values).
+const PROMPT_SCORING_FLOATS: usize = 1 << 22;
 
 /// The length of the longest common prefix of `a` and `b`.
 pub(crate) fn common_prefix(a: &[u32], b: &[u32]) -> usize {
@@ -64,9 +72,20 @@ impl Slot {
     /// prompt token always runs, for the logits), prefills the rest and samples the first
     /// token.
     pub(crate) fn start(&mut self, mut job: Job) -> Result<Step> {
-        let reuse = reusable_prefix(self.session.tokens(), &job.prompt);
+        let reuse = if job.prompt_logprobs {
+            0
+        } else {
+            reusable_prefix(self.session.tokens(), &job.prompt)
+        };
         self.session.truncate(reuse);
-        let logits = match self.session.prefill(&job.prompt[reuse..]) {
+        let prefilled = if job.prompt_logprobs {
+            self.score_prompt(&job)
+        } else {
+            self.session
+                .prefill(&job.prompt[reuse..])
+                .and_then(|l| Ok(logits_slice(&l)?.to_vec()))
+        };
+        let logits = match prefilled {
             Ok(logits) => logits,
             Err(e) => {
                 let _ = job.events.send(JobEvent::Failed(e.to_string()));
@@ -84,12 +103,41 @@ impl Slot {
             constraint: job.constraint.take(),
             cached_tokens: reuse,
             produced: 0,
+            pending: Vec::new(),
             next_token: None,
             job,
         };
+        let score_only = active.job.max_tokens == 0;
         self.active = Some(active);
-        let values = logits_slice(&logits)?;
-        self.accept_logits(values)
+        if score_only {
+            return Ok(self.finish(FinishReason::Length));
+        }
+        self.accept_logits(&logits)
+    }
+
+    /// Runs the whole prompt of `job` with every position's logits, sends the
+    /// log-probabilities of its tokens after the first, and returns the last
+    /// position's logits.
+    fn score_prompt(&mut self, job: &Job) -> Result<Vec<f32>> {
+        let top = job.logprobs.unwrap_or(0);
+        let vocab = self.session.model().config().vocab_size.max(1);
+        let rows = (PROMPT_SCORING_FLOATS / vocab).max(1);
+        let mut entries = Vec::with_capacity(job.prompt.len().saturating_sub(1));
+        let mut last = Vec::new();
+        let mut position = 0;
+        for chunk in job.prompt.chunks(rows) {
+            let logits = self.session.logits_all(chunk)?;
+            let values = logits_slice(&logits)?;
+            for row in values.chunks_exact(vocab) {
+                position += 1;
+                match job.prompt.get(position) {
+                    Some(&next) => entries.push(token_logprobs(row, next, top)),
+                    None => last = row.to_vec(),
+                }
+            }
+        }
+        let _ = job.events.send(JobEvent::PromptLogprobs(entries));
+        Ok(last)
     }
 
     /// Whether the job's client went away (its event channel is closed).
@@ -131,6 +179,12 @@ impl Slot {
             },
         };
         active.produced += 1;
+        // The raw model's view of the token (before penalties, bias, grammar and
+        // temperature).
+        let entry = active
+            .job
+            .logprobs
+            .map(|top| token_logprobs(logits, id, top));
         let vocab = self.session.model().vocab();
         // A grammar's end is the output's end, `ignore_eos` or not.
         let held = active
@@ -147,15 +201,16 @@ impl Slot {
             active.decoder.push(vocab, id)?
         };
         let released = active.stop.push(piece);
-        if !released.text.is_empty()
-            && active
-                .job
-                .events
-                .send(JobEvent::Text(released.text))
-                .is_err()
-        {
-            self.abandon();
-            return Ok(Step::ClientGone);
+        active.pending.extend(entry);
+        if !released.text.is_empty() {
+            let event = JobEvent::Text {
+                text: released.text,
+                logprobs: std::mem::take(&mut active.pending),
+            };
+            if active.job.events.send(event).is_err() {
+                self.abandon();
+                return Ok(Step::ClientGone);
+            }
         }
         if released.stopped {
             return Ok(self.finish(FinishReason::StopString));
@@ -192,8 +247,11 @@ impl Slot {
             } else {
                 rest.push_str(&active.stop.finish());
             }
-            if !rest.is_empty() {
-                let _ = active.job.events.send(JobEvent::Text(rest));
+            if !rest.is_empty() || !active.pending.is_empty() {
+                let _ = active.job.events.send(JobEvent::Text {
+                    text: rest,
+                    logprobs: std::mem::take(&mut active.pending),
+                });
             }
         }
         let _ = active.job.events.send(JobEvent::Done {
