@@ -4,8 +4,9 @@
 //! - Endpoints: `POST /v1/completions`, `POST /v1/chat/completions` (both with
 //!   `"stream": true` as server-sent events: `data: {chunk}` lines, then
 //!   `data: [DONE]`), `GET /v1/models` (the model's id is its file stem; requests naming
-//!   any model are served by the loaded one), `GET /health` and `GET /metrics`
-//!   (Prometheus text).
+//!   any model are served by the loaded one), `GET /health`, `GET /metrics`
+//!   (Prometheus text) and llama-server's `POST /tokenize`, `POST /detokenize`,
+//!   `POST /apply-template`, `GET /props` and `GET /slots`.
 //! - Slots: `slots` sessions, each with its KV cache allocated once at startup (after a
 //!   check that they fit in memory next to the weights). Requests beyond the slots wait
 //!   in a queue of `queue`; beyond that they get 429 at once. A waiting request whose
@@ -42,8 +43,10 @@
 //!   the caller writes the whole prompt.
 //! - Sampling fields: `max_tokens` (or `max_completion_tokens`), `temperature`, `top_p`,
 //!   `top_k`, `min_p`, `seed`, `stop` (a string or a list), `repetition_penalty`
-//!   (alias `repeat_penalty`), `frequency_penalty`, `presence_penalty`, `n` (only 1),
-//!   `stream`, `stream_options.include_usage`, and llama.cpp's `ignore_eos`. Defaults
+//!   (alias `repeat_penalty`), `frequency_penalty`, `presence_penalty`, `logit_bias`,
+//!   `n` (only 1), `stream`, `stream_options.include_usage`, and llama.cpp's
+//!   `ignore_eos`; `logprobs`/`top_logprobs` and completions' `echo` report the raw
+//!   model's log-probabilities (`docs/serving.md` has the fields). Defaults
 //!   are [`SamplerConfig`](crate::engine::SamplerConfig)'s; without a `seed` each
 //!   request draws one.
 //! - Errors are OpenAI-style JSON, `{"error": {"message", "type", "param", "code"}}`:
@@ -74,6 +77,7 @@ mod browser;
 mod connections;
 mod errors;
 mod gate;
+mod info_routes;
 mod logprob_json;
 mod memory_guard;
 mod metrics;
@@ -83,6 +87,7 @@ mod routes;
 mod running;
 mod scheduler;
 mod slot;
+mod slot_board;
 mod sse;
 mod state;
 mod stop_text;

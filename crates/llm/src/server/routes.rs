@@ -13,10 +13,11 @@ use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
 use tokio::sync::mpsc::unbounded_channel;
 
-use crate::chat::TemplateInputs;
+use crate::chat::{RenderedPrompt, TemplateInputs};
 use crate::server::admission::{Job, JobEvent, Rejected};
 use crate::server::api_keys::Caller;
 use crate::server::errors::ApiError;
+use crate::server::info_routes::{apply_template, detokenize, props, slots, tokenize};
 use crate::server::logprob_json::{LogprobWriter, take_logprobs};
 use crate::server::openai::{
     Endpoint, GenerationRequest, Plan, Prompt, ResponseHead, Usage, finish_reason,
@@ -25,7 +26,7 @@ use crate::server::reply_stream::{ReplyStream, call_ids, message};
 use crate::server::sse::{Echo, stream_response};
 use crate::server::state::AppState;
 use crate::server::structured::{
-    ChatContext, OutputPlan, ToolChoice, output_plan, request_tools, template_kwargs,
+    ChatContext, OutputPlan, RequestTools, ToolChoice, output_plan, request_tools, template_kwargs,
 };
 use crate::tokenizer::TokenizeOptions;
 
@@ -52,6 +53,11 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .route("/v1/models", get(models))
         .route("/health", get(health))
         .route("/metrics", get(metrics))
+        .route("/tokenize", post(tokenize))
+        .route("/detokenize", post(detokenize))
+        .route("/apply-template", post(apply_template))
+        .route("/props", get(props))
+        .route("/slots", get(slots))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))
@@ -148,22 +154,7 @@ async fn chat_completions(
     app.metrics.chat_requests.fetch_add(1, Ordering::Relaxed);
     let prepared = parse(&app, body).and_then(|request| {
         let plan = request.plan(Endpoint::Chat, app.model.config().vocab_size)?;
-        let messages = request.chat_messages(&app.roles)?;
-        let tools = request_tools(&request)?;
-        let kwargs = template_kwargs(&request)?;
-        let inputs = TemplateInputs {
-            // With tool_choice "none" the model is not told about the tools.
-            tools: tools
-                .as_ref()
-                .filter(|t| t.choice != ToolChoice::None)
-                .map(|t| t.definitions.clone()),
-            kwargs,
-        };
-        // Message text stays text: control-token text inside it is not parsed.
-        let rendered = app
-            .template
-            .render_prompt_with(&messages, &inputs, true, app.model.vocab())
-            .map_err(|e| ApiError::invalid(Some("messages"), e.to_string()))?;
+        let (rendered, tools, inputs) = render_chat(&app, &request)?;
         let context = ChatContext {
             tool_format: app.tool_format,
             reasoning: app.reasoning,
@@ -189,11 +180,46 @@ async fn chat_completions(
     respond(app, caller, Endpoint::Chat, prepared).await
 }
 
+/// A chat request's prompt as the template renders it (with the request's tools unless
+/// `tool_choice` is `none`, and its template keyword arguments), its tools and the
+/// template inputs; or a 400 naming the field at fault.
+pub(crate) fn render_chat(
+    app: &AppState,
+    request: &GenerationRequest,
+) -> Result<(RenderedPrompt, Option<RequestTools>, TemplateInputs), ApiError> {
+    let messages = request.chat_messages(&app.roles)?;
+    let tools = request_tools(request)?;
+    let kwargs = template_kwargs(request)?;
+    let inputs = TemplateInputs {
+        // With tool_choice "none" the model is not told about the tools.
+        tools: tools
+            .as_ref()
+            .filter(|t| t.choice != ToolChoice::None)
+            .map(|t| t.definitions.clone()),
+        kwargs,
+    };
+    // Message text stays text: control-token text inside it is not parsed.
+    let rendered = app
+        .template
+        .render_prompt_with(&messages, &inputs, true, app.model.vocab())
+        .map_err(|e| ApiError::invalid(Some("messages"), e.to_string()))?;
+    Ok((rendered, tools, inputs))
+}
+
 /// The request body as JSON, or a 4xx naming what was wrong.
 fn parse(
     app: &AppState,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<GenerationRequest, ApiError> {
+    parse_body(app, body)
+}
+
+/// The request body as JSON of type `T`, or a 4xx naming what was wrong (the field's
+/// path for a value of the wrong type).
+pub(crate) fn parse_body<T: serde::de::DeserializeOwned>(
+    app: &AppState,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<T, ApiError> {
     let bytes = body.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::body_too_large(app.max_body_bytes).closing()
@@ -202,7 +228,7 @@ fn parse(
         }
     })?;
     let mut de = serde_json::Deserializer::from_slice(&bytes);
-    let request: GenerationRequest = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+    let request: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
         if inner.is_syntax() || inner.is_eof() {

@@ -21,6 +21,7 @@ use crate::server::memory_guard::check_slots_fit;
 use crate::server::metrics::Metrics;
 use crate::server::routes::router;
 use crate::server::scheduler::Scheduler;
+use crate::server::slot_board::SlotBoard;
 use crate::server::state::{AppState, unix_now};
 use crate::server::{STANDARD_ROLES, ServerConfig};
 use crate::tokenizer::{TokenId, Vocabulary};
@@ -90,6 +91,7 @@ impl Server {
             idle_timeout: config.idle_timeout,
             max_connections: config.max_connections,
         }));
+        let board = Arc::new(SlotBoard::new(config.slots));
         let state = Arc::new(AppState {
             model: Arc::clone(&model),
             model_id: config.model_id.clone(),
@@ -110,6 +112,7 @@ impl Server {
                 .chain(config.extra_roles.iter().cloned())
                 .collect(),
             slots: config.slots,
+            board: Arc::clone(&board),
             max_body_bytes: config.max_body_bytes,
             created: unix_now(),
             next_id: AtomicU64::new(1),
@@ -122,7 +125,7 @@ impl Server {
             body_timeout: config.body_timeout,
             metrics: Arc::clone(&metrics),
         });
-        let scheduler = Scheduler::new(sessions, Arc::clone(&admission), metrics);
+        let scheduler = Scheduler::new(sessions, Arc::clone(&admission), metrics, board);
         let engine = std::thread::Builder::new()
             .name("tempra-engine".into())
             .spawn(move || scheduler.run())

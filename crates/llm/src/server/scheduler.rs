@@ -11,6 +11,7 @@ use crate::engine::{Session, logits_slice, step_batch};
 use crate::server::admission::{Admission, Job};
 use crate::server::metrics::{Metrics, add_duration};
 use crate::server::slot::{Slot, Step, common_prefix, reusable_prefix};
+use crate::server::slot_board::SlotBoard;
 
 /// How long an idle engine thread sleeps between checks for shutdown.
 const IDLE_WAIT: Duration = Duration::from_millis(200);
@@ -21,19 +22,29 @@ pub(crate) struct Scheduler {
     slots: Vec<Slot>,
     admission: Arc<Admission>,
     metrics: Arc<Metrics>,
+    board: Arc<SlotBoard>,
 }
 
 impl Scheduler {
-    /// A scheduler over `sessions` (one slot each).
+    /// A scheduler over `sessions` (one slot each), reporting them on `board`.
     pub(crate) fn new(
         sessions: Vec<Session>,
         admission: Arc<Admission>,
         metrics: Arc<Metrics>,
+        board: Arc<SlotBoard>,
     ) -> Scheduler {
         Scheduler {
             slots: sessions.into_iter().map(Slot::new).collect(),
             admission,
             metrics,
+            board,
+        }
+    }
+
+    /// Writes every slot's state on the board.
+    fn report(&self) {
+        for (i, slot) in self.slots.iter().enumerate() {
+            self.board.record(i, slot);
         }
     }
 
@@ -42,7 +53,10 @@ impl Scheduler {
         while !self.admission.is_closed() {
             self.drop_gone_clients();
             self.admit();
-            if !self.decode_step() && !self.admission.wait(IDLE_WAIT) {
+            self.report();
+            let decoded = self.decode_step();
+            self.report();
+            if !decoded && !self.admission.wait(IDLE_WAIT) {
                 break;
             }
         }

@@ -140,6 +140,13 @@ impl Slot {
         Ok(last)
     }
 
+    /// The running job's prompt and generated token counts.
+    pub(crate) fn job_counts(&self) -> Option<(usize, usize)> {
+        self.active
+            .as_ref()
+            .map(|a| (a.job.prompt.len(), a.produced))
+    }
+
     /// Whether the job's client went away (its event channel is closed).
     pub(crate) fn client_gone(&self) -> bool {
         self.active

@@ -10,6 +10,7 @@ use crate::server::admission::Admission;
 use crate::server::api_keys::KeyLimits;
 use crate::server::connections::Connections;
 use crate::server::metrics::Metrics;
+use crate::server::slot_board::SlotBoard;
 
 /// The model, its chat template, the job queue, the limits and the counters.
 #[derive(Debug)]
@@ -40,6 +41,8 @@ pub(crate) struct AppState {
     pub(crate) roles: Vec<String>,
     /// KV slots.
     pub(crate) slots: usize,
+    /// What each slot is doing (written by the engine thread).
+    pub(crate) board: Arc<SlotBoard>,
     /// Request body limit in bytes.
     pub(crate) max_body_bytes: usize,
     /// Unix time the server started (the model's `created`).

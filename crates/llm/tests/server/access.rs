@@ -35,7 +35,7 @@ fn api_keys_are_required_except_for_health() -> anyhow::Result<()> {
         request_with(addr, method, path, &headers, body)
     };
     assert_eq!(call("GET", "/health", None, None)?.status, 200);
-    for path in ["/v1/models", "/metrics"] {
+    for path in ["/v1/models", "/metrics", "/props", "/slots"] {
         let reply = call("GET", path, None, None)?;
         assert_refused(&reply, 401, "invalid_api_key")?;
         assert_eq!(reply.header("www-authenticate"), Some("Bearer"));
@@ -62,7 +62,7 @@ fn api_keys_are_required_except_for_health() -> anyhow::Result<()> {
     let metrics = call("GET", "/metrics", Some("Bearer sk-one"), None)?.body;
     assert_eq!(
         metric(&metrics, "tempra_requests_unauthorized_total"),
-        Some(7.0)
+        Some(9.0)
     );
     // Refused requests never reached the engine.
     assert_eq!(

@@ -8,6 +8,7 @@ mod connections;
 mod endpoints;
 mod fixtures;
 mod http_client;
+mod info_endpoints;
 mod logprobs;
 mod message_text;
 mod same_tokens;
