@@ -219,6 +219,57 @@ impl KvCache {
         ))
     }
 
+    /// Makes this cache hold `source`'s first `n` positions (a fork: the continuations of
+    /// one prompt share its prefill). Stored blocks are copied as they are, so a fork
+    /// reads bit-identical keys and values whatever the cache's dtypes.
+    ///
+    /// Errors: caches of different shapes or dtypes, `n` past `source`'s length.
+    pub fn copy_prefix_from(
+        &mut self,
+        ctx: &ExecContext,
+        source: &KvCache,
+        n: usize,
+    ) -> Result<()> {
+        let same_shape = self.types == source.types
+            && self.keys.len() == source.keys.len()
+            && self
+                .keys
+                .iter()
+                .zip(&source.keys)
+                .all(|(a, b)| a.dims()[1..] == b.dims()[1..])
+            && self
+                .values
+                .iter()
+                .zip(&source.values)
+                .all(|(a, b)| a.dims()[1..] == b.dims()[1..]);
+        if !same_shape {
+            return Err(LlmError::Argument {
+                what:
+                    "a KV cache can only copy positions from a cache of the same model and dtypes"
+                        .into(),
+            });
+        }
+        if n > source.len || n > self.capacity {
+            return Err(LlmError::ContextFull {
+                needed: n,
+                capacity: source.len.min(self.capacity),
+            });
+        }
+        self.len = 0;
+        if n > 0 {
+            for (dst, src) in self
+                .keys
+                .iter_mut()
+                .zip(&source.keys)
+                .chain(self.values.iter_mut().zip(&source.values))
+            {
+                ctx.write_slice(dst, 0, 0, &src.narrow(0, 0, n)?)?;
+            }
+        }
+        self.len = n;
+        Ok(())
+    }
+
     /// Counts `t` newly written positions.
     pub fn advance(&mut self, t: usize) {
         self.len = (self.len + t).min(self.capacity);

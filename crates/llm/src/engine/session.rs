@@ -160,6 +160,29 @@ impl Session {
         (&mut self.cache, &mut self.tokens)
     }
 
+    /// Makes this session hold `source`'s first `n` positions and tokens (a fork of a
+    /// prefilled prompt: each continuation goes on from there in its own session).
+    /// The keys and values are copied as stored, so the fork's next logits equal what
+    /// `source` would compute.
+    ///
+    /// Errors: sessions of different models or KV dtypes, `n` past `source`'s length;
+    /// this session is then empty.
+    pub fn fork_from(&mut self, source: &Session, n: usize) -> Result<()> {
+        if !Arc::ptr_eq(&self.model, &source.model) {
+            return Err(LlmError::Argument {
+                what: "a session can only fork a session of the same model".into(),
+            });
+        }
+        self.tokens.clear();
+        let ctx = self.model.executor().ctx();
+        if let Err(e) = self.cache.copy_prefix_from(ctx, &source.cache, n) {
+            self.cache.reset();
+            return Err(e);
+        }
+        self.tokens.extend_from_slice(&source.tokens[..n]);
+        Ok(())
+    }
+
     /// Keeps the first `n` positions.
     pub fn truncate(&mut self, n: usize) {
         self.cache.truncate(n);
@@ -274,6 +297,52 @@ mod tests {
         let stats = model.executor().arena_stats();
         assert_eq!(stats.steps, 3 + 3 + 2 + 8, "{stats:?}");
         assert_eq!((stats.pool_outputs, stats.replaced), (0, 0), "{stats:?}");
+    }
+
+    #[test]
+    fn forks_continue_as_the_source_would_for_every_cache_type() {
+        let shape = ModelShape::parse("dim=128,layers=2,heads=4,kv_heads=2,ffn=96,vocab=300")
+            .expect("shape");
+        for kv_type in [
+            tempra_tensor::DType::F32,
+            tempra_tensor::DType::F16,
+            tempra_tensor::DType::Q8_0,
+            tempra_tensor::DType::Q4_0,
+        ] {
+            let file = random_model(&RandomModelSpec::llama(shape).with_seed(5)).expect("model");
+            let model = Model::from_file(
+                file,
+                &LoadOptions {
+                    threads: Some(1),
+                    context_length: Some(32),
+                    kv_type,
+                    ..LoadOptions::default()
+                },
+            )
+            .expect("load");
+            let prompt: Vec<u32> = (0..11).map(|i| (i * 53 + 7) % 300).collect();
+            let mut source = model.session().expect("session");
+            drop(source.prefill(&prompt).expect("prefill"));
+            // The fork's slot held something else before.
+            let mut fork = model.session().expect("session");
+            drop(fork.prefill(&[9, 9, 9, 9]).expect("prefill"));
+            fork.fork_from(&source, 9).expect("fork");
+            assert_eq!(fork.tokens(), &prompt[..9]);
+            for &t in &prompt[9..] {
+                drop(fork.step(t).expect("step"));
+            }
+            let a = logits_slice(&source.step(42).expect("step"))
+                .expect("row")
+                .to_vec();
+            let b = logits_slice(&fork.step(42).expect("step"))
+                .expect("row")
+                .to_vec();
+            assert_eq!(a, b, "{kv_type}: the fork's logits differ");
+            // Past the source's length: an error, and the fork is empty.
+            let err = fork.fork_from(&source, 13).expect_err("too long");
+            assert!(matches!(err, LlmError::ContextFull { .. }), "{err}");
+            assert_eq!((fork.len(), fork.tokens().len()), (0, 0));
+        }
     }
 
     #[test]
