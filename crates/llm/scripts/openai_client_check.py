@@ -83,9 +83,16 @@ def check(client: "openai.OpenAI") -> None:
     assert "".join(parts) == chat.choices[0].message.content
     assert usage is not None and usage.completion_tokens == 8, usage
 
+    # n continuations: continuation j equals a request with seed + j.
+    sampled = {"max_tokens": 6, "temperature": 1.0, "top_p": 1.0, "extra_body": {"ignore_eos": True}}
+    pair = client.completions.create(model="m", prompt="Once upon", n=2, seed=11, **sampled)
+    texts = [c.text for c in sorted(pair.choices, key=lambda c: c.index)]
+    alone = [client.completions.create(model="m", prompt="Once upon", seed=11 + j, **sampled)
+             .choices[0].text for j in range(2)]
+    assert texts == alone, (texts, alone)
     try:
-        client.completions.create(model="m", prompt="x", n=2)
-        raise AssertionError("n=2 was accepted")
+        client.completions.create(model="m", prompt="x", n=3)
+        raise AssertionError("n=3 was accepted with 2 slots")
     except openai.BadRequestError as e:
         assert e.body["param"] == "n", e.body
     try:

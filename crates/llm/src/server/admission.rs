@@ -1,10 +1,13 @@
 //! `Admission`: the bounded queue between the HTTP handlers and the engine thread.
 //!
-//! A request is admitted while the busy slots plus the waiting requests are fewer than
-//! the slots plus the queue length; otherwise the handler answers 429 at once. The
-//! engine thread takes waiting jobs when a slot frees up. A queued job holds its place
-//! through a [`QueuePlace`]: when the handler drops it (the client disconnected) the job
-//! leaves the queue at once, so dead waiters never cost live clients a 429.
+//! A request asks for one slot per choice: its prompts (completions may give several),
+//! each with `n` continuations. It is admitted while the busy slots plus the slots the
+//! waiting requests ask for stay within the slots plus the queue length; otherwise the
+//! handler answers 429 at once. The engine thread takes a prompt's continuations
+//! together (they share its prefill) when that many slots are free, in arrival order. A
+//! queued request holds its place through a [`QueuePlace`]: when the handler drops it
+//! (the client disconnected) what still waits leaves the queue at once, so dead waiters
+//! never cost live clients a 429.
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -40,8 +43,37 @@ pub(crate) struct Job {
     /// The vocabulary's pieces: tokens it preserves (tool-call markers) render as text.
     pub(crate) trie: Arc<TokenTrie>,
     /// Where the engine sends the text and the end.
-    pub(crate) events: UnboundedSender<JobEvent>,
+    pub(crate) events: ChoiceSender,
 }
+
+/// Where the engine sends one choice's events: the request's channel, each event tagged
+/// with the choice's index.
+#[derive(Clone, Debug)]
+pub(crate) struct ChoiceSender {
+    index: usize,
+    tx: UnboundedSender<(usize, JobEvent)>,
+}
+
+impl ChoiceSender {
+    /// Choice `index`'s sender on `tx`.
+    pub(crate) fn new(index: usize, tx: UnboundedSender<(usize, JobEvent)>) -> ChoiceSender {
+        ChoiceSender { index, tx }
+    }
+
+    /// Sends `event`; an error when the client is gone.
+    pub(crate) fn send(&self, event: JobEvent) -> Result<(), JobEvent> {
+        self.tx.send((self.index, event)).map_err(|e| e.0.1)
+    }
+
+    /// Whether the client is gone.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.tx.is_closed()
+    }
+}
+
+/// The continuations of one prompt: run together, the first prefills and the others
+/// fork its KV cache.
+pub(crate) type Group = Vec<Job>;
 
 /// What the engine sends back for a job.
 #[derive(Debug)]
@@ -79,14 +111,16 @@ pub(crate) enum JobEvent {
 pub(crate) struct Occupancy {
     /// Slots running a job.
     pub(crate) busy: usize,
-    /// Jobs waiting for a slot.
+    /// Jobs (one per choice) waiting for a slot.
     pub(crate) waiting: usize,
 }
 
 #[derive(Debug, Default)]
 struct State {
-    /// Waiting jobs with their tickets.
-    waiting: VecDeque<(u64, Job)>,
+    /// Waiting requests with their tickets: the groups not started yet.
+    waiting: VecDeque<(u64, VecDeque<Group>)>,
+    /// Jobs in `waiting`.
+    waiting_jobs: usize,
     busy: usize,
     next_ticket: u64,
     /// New jobs are refused (the server is draining); the engine still runs.
@@ -157,14 +191,21 @@ impl Admission {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Queues `job`, or says why not. Keep the returned place for as long as the client
-    /// waits for the job.
-    pub(crate) fn submit(self: &Arc<Self>, job: Job) -> Result<QueuePlace, Rejected> {
+    /// The most jobs one request may ask for: the slots plus the queue.
+    pub(crate) fn capacity(&self) -> usize {
+        self.slots + self.queue
+    }
+
+    /// Queues a request's `groups` (each at most [`Admission::capacity`] jobs and no
+    /// wider than the slots, as the handler checks), or says why not. Keep the
+    /// returned place for as long as the client waits for the jobs.
+    pub(crate) fn submit(self: &Arc<Self>, groups: Vec<Group>) -> Result<QueuePlace, Rejected> {
+        let jobs: usize = groups.iter().map(Vec::len).sum();
         let mut state = self.lock();
         if state.closed || state.refusing {
             return Err(Rejected::Closed);
         }
-        if state.busy + state.waiting.len() >= self.slots + self.queue {
+        if state.busy + state.waiting_jobs + jobs > self.slots + self.queue {
             return Err(Rejected::Full {
                 slots: self.slots,
                 queue: self.queue,
@@ -172,7 +213,8 @@ impl Admission {
         }
         let ticket = state.next_ticket;
         state.next_ticket += 1;
-        state.waiting.push_back((ticket, job));
+        state.waiting.push_back((ticket, groups.into()));
+        state.waiting_jobs += jobs;
         drop(state);
         self.wake.notify_one();
         Ok(QueuePlace {
@@ -181,25 +223,36 @@ impl Admission {
         })
     }
 
-    /// Takes the job of `ticket` out of the queue if it still waits; returns whether it
-    /// did.
+    /// Takes what still waits of `ticket`'s request out of the queue; returns whether
+    /// anything did.
     fn withdraw(&self, ticket: u64) -> bool {
         let mut state = self.lock();
         match state.waiting.iter().position(|(t, _)| *t == ticket) {
             Some(i) => {
-                state.waiting.remove(i);
+                if let Some((_, groups)) = state.waiting.remove(i) {
+                    state.waiting_jobs -= groups.iter().map(Vec::len).sum::<usize>();
+                }
                 true
             }
             None => false,
         }
     }
 
-    /// The next waiting job, counted busy from now; `None` when none waits.
-    pub(crate) fn take(&self) -> Option<Job> {
+    /// The next waiting group if it fits in `free` slots, its jobs counted busy from
+    /// now; `None` when none waits or the next needs more slots (it keeps its turn).
+    pub(crate) fn take(&self, free: usize) -> Option<Group> {
         let mut state = self.lock();
-        let (_, job) = state.waiting.pop_front()?;
-        state.busy += 1;
-        Some(job)
+        let (_, groups) = state.waiting.front_mut()?;
+        if groups.front().is_none_or(|g| g.len() > free) {
+            return None;
+        }
+        let group = groups.pop_front()?;
+        if groups.is_empty() {
+            state.waiting.pop_front();
+        }
+        state.waiting_jobs -= group.len();
+        state.busy += group.len();
+        Some(group)
     }
 
     /// Blocks until a job waits or the queue closes (or `timeout` passes); returns false
@@ -236,6 +289,7 @@ impl Admission {
         let mut state = self.lock();
         state.closed = true;
         state.waiting.clear();
+        state.waiting_jobs = 0;
         drop(state);
         self.wake.notify_all();
     }
@@ -250,7 +304,7 @@ impl Admission {
         let state = self.lock();
         Occupancy {
             busy: state.busy,
-            waiting: state.waiting.len(),
+            waiting: state.waiting_jobs,
         }
     }
 }

@@ -44,13 +44,15 @@
 //! - Sampling fields: `max_tokens` (or `max_completion_tokens`), `temperature`, `top_p`,
 //!   `top_k`, `min_p`, `seed`, `stop` (a string or a list), `repetition_penalty`
 //!   (alias `repeat_penalty`), `frequency_penalty`, `presence_penalty`, `logit_bias`,
-//!   `n` (only 1), `stream`, `stream_options.include_usage`, and llama.cpp's
+//!   `n` (continuations forked from one prefill), `stream`,
+//!   `stream_options.include_usage`, and llama.cpp's
 //!   `ignore_eos`; `logprobs`/`top_logprobs` and completions' `echo` report the raw
 //!   model's log-probabilities (`docs/serving.md` has the fields). Defaults
 //!   are [`SamplerConfig`](crate::engine::SamplerConfig)'s; without a `seed` each
 //!   request draws one.
 //! - Errors are OpenAI-style JSON, `{"error": {"message", "type", "param", "code"}}`:
-//!   400 for malformed JSON, fields of the wrong type or out of range, `n` ≠ 1, an
+//!   400 for malformed JSON, fields of the wrong type or out of range, `n` above the
+//!   slots, an
 //!   empty prompt or one that leaves no room in the context (`context_length_exceeded`);
 //!   401 (`invalid_api_key`), 403 (`origin_not_allowed`, `host_not_allowed`), 408
 //!   (`request_timeout`), 413 (`request_too_large`), 429 (type and code
@@ -74,6 +76,7 @@ mod admission;
 mod api_keys;
 mod bodies;
 mod browser;
+mod choices;
 mod connections;
 mod errors;
 mod gate;

@@ -17,10 +17,12 @@ pub(crate) const MAX_STOP_STRINGS: usize = 16;
 pub(crate) enum Prompt {
     /// Text.
     Text(String),
-    /// Several texts (only one is accepted: n = 1).
+    /// Several texts (one choice or `n` per prompt, in order).
     Texts(Vec<String>),
     /// Token ids.
     Tokens(Vec<u32>),
+    /// Several prompts as token ids.
+    TokenLists(Vec<Vec<u32>>),
 }
 
 /// `logprobs`: a flag (chat, with `top_logprobs` alternatives) or the number of
@@ -167,7 +169,7 @@ pub(crate) struct GenerationRequest {
     /// OpenAI's presence penalty.
     #[serde(default)]
     pub(crate) presence_penalty: Option<f32>,
-    /// Completions wanted: only 1.
+    /// Choices per prompt (each in its own slot; they share the prompt's prefill).
     #[serde(default)]
     pub(crate) n: Option<i64>,
     /// Log-probabilities of the output tokens: `true` in chat, the number of
@@ -239,6 +241,8 @@ pub(crate) struct Plan {
     pub(crate) logprobs: Option<usize>,
     /// Completions: put the prompt before the output.
     pub(crate) echo: bool,
+    /// Choices per prompt.
+    pub(crate) n: usize,
 }
 
 fn check(ok: bool, param: &str, message: impl FnOnce() -> String) -> Result<(), ApiError> {
@@ -254,7 +258,8 @@ impl GenerationRequest {
     /// tokens, or a 400 naming the field at fault.
     pub(crate) fn plan(&self, endpoint: Endpoint, vocab_size: usize) -> Result<Plan, ApiError> {
         let n = self.n.unwrap_or(1);
-        check(n == 1, "n", || format!("n must be 1 (got {n})"))?;
+        check(n >= 1, "n", || format!("n must be at least 1 (got {n})"))?;
+        let n = usize::try_from(n).unwrap_or(usize::MAX);
         let logprobs = self.logprobs_plan(endpoint)?;
         let echo = self.echo.unwrap_or(false);
         check(!echo || endpoint == Endpoint::Completions, "echo", || {
@@ -353,6 +358,7 @@ impl GenerationRequest {
                 .is_some_and(|o| o.include_usage),
             logprobs,
             echo,
+            n,
         })
     }
 
@@ -629,11 +635,12 @@ pub(crate) struct ResponseHead {
 }
 
 impl ResponseHead {
-    /// A streamed chunk carrying `text` (chat: as `delta.content`, plus the role on the
-    /// first chunk), its tokens' `logprobs` (`null` when not asked for) and the finish
-    /// reason on the last.
+    /// A streamed chunk of choice `index` carrying `text` (chat: as `delta.content`,
+    /// plus the role on the choice's first chunk), its tokens' `logprobs` (`null` when
+    /// not asked for) and the finish reason on the choice's last.
     pub(crate) fn chunk(
         &self,
+        index: usize,
         text: Option<&str>,
         role: bool,
         finish: Option<&str>,
@@ -641,7 +648,7 @@ impl ResponseHead {
     ) -> serde_json::Value {
         let choice = match self.endpoint {
             Endpoint::Completions => serde_json::json!({
-                "index": 0,
+                "index": index,
                 "text": text.unwrap_or(""),
                 "logprobs": logprobs,
                 "finish_reason": finish,
@@ -655,20 +662,22 @@ impl ResponseHead {
                     delta.insert("content".into(), text.into());
                 }
                 serde_json::json!({
-                    "index": 0,
+                    "index": index,
                     "delta": delta,
                     "logprobs": logprobs,
                     "finish_reason": finish,
                 })
             }
         };
-        self.wrap(true, choice)
+        self.wrap(true, vec![choice])
     }
 
-    /// A chat chunk with `delta` (reasoning, content or tool calls; the role on the first
-    /// chunk), `logprobs` and the finish reason on the last.
+    /// A chat chunk of choice `index` with `delta` (reasoning, content or tool calls;
+    /// the role on the choice's first chunk), `logprobs` and the finish reason on the
+    /// last.
     pub(crate) fn delta_chunk(
         &self,
+        index: usize,
         delta: serde_json::Value,
         role: bool,
         finish: Option<&str>,
@@ -683,24 +692,8 @@ impl ResponseHead {
         }
         self.wrap(
             true,
-            serde_json::json!({"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish}),
+            vec![serde_json::json!({"index": index, "delta": delta, "logprobs": logprobs, "finish_reason": finish})],
         )
-    }
-
-    /// The whole chat response with `message` (reasoning and tool calls included).
-    pub(crate) fn full_message(
-        &self,
-        message: serde_json::Value,
-        finish: &str,
-        usage: Usage,
-        logprobs: serde_json::Value,
-    ) -> serde_json::Value {
-        let mut response = self.wrap(
-            false,
-            serde_json::json!({"index": 0, "message": message, "logprobs": logprobs, "finish_reason": finish}),
-        );
-        response["usage"] = serde_json::json!(usage);
-        response
     }
 
     /// The last chunk of a stream with `stream_options.include_usage`: no choices, the
@@ -716,41 +709,62 @@ impl ResponseHead {
         })
     }
 
-    /// The whole (non-streamed) response.
-    pub(crate) fn full(
+    /// Choice `index` of a whole response: `text` (chat: the assistant message's
+    /// content).
+    pub(crate) fn choice(
         &self,
+        index: usize,
         text: &str,
         finish: &str,
-        usage: Usage,
         logprobs: serde_json::Value,
     ) -> serde_json::Value {
-        let choice = match self.endpoint {
+        match self.endpoint {
             Endpoint::Completions => serde_json::json!({
-                "index": 0,
+                "index": index,
                 "text": text,
                 "logprobs": logprobs,
                 "finish_reason": finish,
             }),
             Endpoint::Chat => serde_json::json!({
-                "index": 0,
+                "index": index,
                 "message": {"role": "assistant", "content": text},
                 "logprobs": logprobs,
                 "finish_reason": finish,
             }),
-        };
-        let mut response = self.wrap(false, choice);
+        }
+    }
+
+    /// Chat choice `index` of a whole response with `message` (reasoning and tool
+    /// calls included).
+    pub(crate) fn message_choice(
+        &self,
+        index: usize,
+        message: serde_json::Value,
+        finish: &str,
+        logprobs: serde_json::Value,
+    ) -> serde_json::Value {
+        serde_json::json!({"index": index, "message": message, "logprobs": logprobs, "finish_reason": finish})
+    }
+
+    /// The whole (non-streamed) response with `choices`.
+    pub(crate) fn full_choices(
+        &self,
+        choices: Vec<serde_json::Value>,
+        usage: Usage,
+    ) -> serde_json::Value {
+        let mut response = self.wrap(false, choices);
         response["usage"] = serde_json::json!(usage);
         response
     }
 
-    /// A response (or chunk) with one choice.
-    fn wrap(&self, chunk: bool, choice: serde_json::Value) -> serde_json::Value {
+    /// A response (or chunk) with `choices`.
+    fn wrap(&self, chunk: bool, choices: Vec<serde_json::Value>) -> serde_json::Value {
         serde_json::json!({
             "id": self.id,
             "object": self.object(chunk),
             "created": self.created,
             "model": self.model,
-            "choices": [choice],
+            "choices": choices,
         })
     }
 

@@ -14,16 +14,13 @@ use axum::{Extension, Json, Router};
 use tokio::sync::mpsc::unbounded_channel;
 
 use crate::chat::{RenderedPrompt, TemplateInputs};
-use crate::server::admission::{Job, JobEvent, Rejected};
+use crate::server::admission::{ChoiceSender, Job, Rejected};
 use crate::server::api_keys::Caller;
+use crate::server::choices::{Choices, ChoicesPlan, Echo};
 use crate::server::errors::ApiError;
 use crate::server::info_routes::{apply_template, detokenize, props, slots, tokenize};
-use crate::server::logprob_json::{LogprobWriter, take_logprobs};
-use crate::server::openai::{
-    Endpoint, GenerationRequest, Plan, Prompt, ResponseHead, Usage, finish_reason,
-};
-use crate::server::reply_stream::{ReplyStream, call_ids, message};
-use crate::server::sse::{Echo, stream_response};
+use crate::server::openai::{Endpoint, GenerationRequest, Plan, Prompt, ResponseHead};
+use crate::server::sse::stream_response;
 use crate::server::state::AppState;
 use crate::server::structured::{
     ChatContext, OutputPlan, RequestTools, ToolChoice, output_plan, request_tools, template_kwargs,
@@ -33,12 +30,13 @@ use crate::tokenizer::TokenizeOptions;
 /// A request ready to queue: its prompt tokens, settings, the template's stop strings
 /// and what its output is held to.
 struct Ready {
-    prompt: Vec<u32>,
+    /// One or more prompts (completions may give several).
+    prompts: Vec<Vec<u32>>,
     plan: Plan,
     stops: Vec<String>,
     output: OutputPlan,
-    /// Completions with `echo`: the prompt's text, put before the output.
-    echo: Option<String>,
+    /// Completions with `echo`: each prompt's text, put before its outputs.
+    echo: Option<Vec<String>>,
 }
 
 /// A prepared request, or why not.
@@ -126,8 +124,8 @@ async fn completions(
         .fetch_add(1, Ordering::Relaxed);
     let prepared = parse(&app, body).and_then(|request| {
         let plan = request.plan(Endpoint::Completions, app.model.config().vocab_size)?;
-        let prompt = completion_prompt(&app, &request)?;
-        let echo = plan.echo.then(|| echo_text(&app, &request, &prompt));
+        let (prompts, texts) = completion_prompts(&app, &request)?;
+        let echo = plan.echo.then_some(texts);
         if request.tools.is_some() {
             return Err(ApiError::invalid(
                 Some("tools"),
@@ -136,7 +134,7 @@ async fn completions(
         }
         let output = output_plan(&request, None, None)?;
         Ok(Ready {
-            prompt,
+            prompts,
             plan,
             stops: Vec::new(),
             output,
@@ -170,7 +168,7 @@ async fn chat_completions(
             app.template.stop_strings()
         };
         Ok(Ready {
-            prompt: rendered.tokenize(app.model.vocab()),
+            prompts: vec![rendered.tokenize(app.model.vocab())],
             plan,
             stops,
             output,
@@ -244,60 +242,57 @@ pub(crate) fn parse_body<T: serde::de::DeserializeOwned>(
     Ok(request)
 }
 
-/// The token ids of a completions request's prompt. Special-token text in a raw prompt
-/// is parsed (`<|im_start|>` becomes that token): the caller writes the whole prompt,
-/// unlike chat messages.
-fn completion_prompt(app: &AppState, request: &GenerationRequest) -> Result<Vec<u32>, ApiError> {
+/// The token ids of a completions request's prompts and the text each shows when echoed
+/// (as given, or the ids' text). Special-token text in a raw prompt is parsed
+/// (`<|im_start|>` becomes that token): the caller writes the whole prompt, unlike chat
+/// messages.
+fn completion_prompts(
+    app: &AppState,
+    request: &GenerationRequest,
+) -> Result<(Vec<Vec<u32>>, Vec<String>), ApiError> {
     let vocab = app.model.vocab();
-    let text = match &request.prompt {
-        None => return Err(ApiError::invalid(Some("prompt"), "`prompt` is required")),
-        Some(Prompt::Text(text)) => text,
-        Some(Prompt::Texts(texts)) => match texts.as_slice() {
-            [one] => one,
-            _ => {
-                return Err(ApiError::invalid(
-                    Some("prompt"),
-                    format!(
-                        "exactly one prompt per request is supported (got {})",
-                        texts.len()
-                    ),
-                ));
-            }
-        },
-        Some(Prompt::Tokens(ids)) => {
-            if let Some(&bad) = ids.iter().find(|&&id| id as usize >= vocab.len()) {
-                return Err(ApiError::invalid(
-                    Some("prompt"),
-                    format!(
-                        "token id {bad} is out of range (vocabulary of {} tokens)",
-                        vocab.len()
-                    ),
-                ));
-            }
-            return Ok(ids.clone());
-        }
+    let from_text = |text: &str| {
+        vocab.tokenize(
+            text,
+            TokenizeOptions {
+                add_special: true,
+                parse_special: true,
+            },
+        )
     };
-    Ok(vocab.tokenize(
-        text,
-        TokenizeOptions {
-            add_special: true,
-            parse_special: true,
-        },
-    ))
-}
-
-/// The text an echoed completions prompt shows: the prompt as given, or its token ids'
-/// text.
-fn echo_text(app: &AppState, request: &GenerationRequest, ids: &[u32]) -> String {
-    match &request.prompt {
-        Some(Prompt::Text(text)) => text.clone(),
-        Some(Prompt::Texts(texts)) if texts.len() == 1 => texts[0].clone(),
-        _ => app
-            .model
-            .vocab()
+    let from_ids = |param: String, ids: &[u32]| {
+        if let Some(&bad) = ids.iter().find(|&&id| id as usize >= vocab.len()) {
+            return Err(ApiError::invalid(
+                Some(&param),
+                format!(
+                    "token id {bad} is out of range (vocabulary of {} tokens)",
+                    vocab.len()
+                ),
+            ));
+        }
+        let text = vocab
             .detokenize(ids, Default::default())
-            .unwrap_or_default(),
+            .unwrap_or_default();
+        Ok((ids.to_vec(), text))
+    };
+    let pairs: Vec<(Vec<u32>, String)> = match &request.prompt {
+        None => return Err(ApiError::invalid(Some("prompt"), "`prompt` is required")),
+        Some(Prompt::Text(text)) => vec![(from_text(text), text.clone())],
+        Some(Prompt::Texts(texts)) => texts.iter().map(|t| (from_text(t), t.clone())).collect(),
+        Some(Prompt::Tokens(ids)) => vec![from_ids("prompt".into(), ids)?],
+        Some(Prompt::TokenLists(lists)) => lists
+            .iter()
+            .enumerate()
+            .map(|(i, ids)| from_ids(format!("prompt[{i}]"), ids))
+            .collect::<Result<_, _>>()?,
+    };
+    if pairs.is_empty() {
+        return Err(ApiError::invalid(
+            Some("prompt"),
+            "`prompt` must hold at least one prompt",
+        ));
     }
+    Ok(pairs.into_iter().unzip())
 }
 
 /// Queues the job and answers: a stream, the whole response, or an error.
@@ -330,62 +325,107 @@ async fn generate(
     prepared: Prepared,
 ) -> Result<Response, ApiError> {
     let Ready {
-        prompt,
+        prompts,
         plan,
         stops: extra_stops,
         output,
         echo,
     } = prepared?;
     let context = app.model.context_length();
-    if prompt.is_empty() {
-        return Err(ApiError::invalid(
-            Some(if endpoint == Endpoint::Chat {
-                "messages"
-            } else {
-                "prompt"
-            }),
-            "the prompt is empty (it tokenized to nothing)",
-        ));
-    }
+    let field = |i: usize| match endpoint {
+        Endpoint::Chat => "messages".to_owned(),
+        Endpoint::Completions if prompts.len() > 1 => format!("prompt[{i}]"),
+        Endpoint::Completions => "prompt".to_owned(),
+    };
     // Scoring a prompt (`max_tokens: 0` with `echo`) generates nothing: it may fill
     // the context.
     let score_only = plan.max_tokens == Some(0);
-    if prompt.len() > context || (prompt.len() == context && !score_only) {
-        return Err(ApiError::invalid(
-            Some(if endpoint == Endpoint::Chat { "messages" } else { "prompt" }),
-            format!(
-                "the prompt is {} tokens, but the context holds {context} (and at least one token must be generated)",
-                prompt.len()
-            ),
-        )
-        .with_code("context_length_exceeded"));
+    for (i, prompt) in prompts.iter().enumerate() {
+        if prompt.is_empty() {
+            return Err(ApiError::invalid(
+                Some(&field(i)),
+                "the prompt is empty (it tokenized to nothing)",
+            ));
+        }
+        if prompt.len() > context || (prompt.len() == context && !score_only) {
+            return Err(ApiError::invalid(
+                Some(&field(i)),
+                format!(
+                    "the prompt is {} tokens, but the context holds {context} (and at least one token must be generated)",
+                    prompt.len()
+                ),
+            )
+            .with_code("context_length_exceeded"));
+        }
     }
-    let room = context - prompt.len();
-    let echo = echo.map(|text| Echo {
-        text,
-        prompt: prompt.clone(),
-    });
-    let max_tokens = plan.max_tokens.unwrap_or(room).min(room);
-    let constraint = output.constraint(&app.trie, max_tokens)?;
+    // A prompt's continuations run at once, one slot each.
+    let n = plan.n;
+    if n > app.slots {
+        return Err(ApiError::invalid(
+            Some("n"),
+            format!(
+                "n is {n}, but the server has {} slots (each continuation of a prompt takes one)",
+                app.slots
+            ),
+        ));
+    }
+    let choices = prompts.len().saturating_mul(n);
+    if choices > app.admission.capacity() {
+        return Err(ApiError::invalid(
+            Some(if prompts.len() > 1 { "prompt" } else { "n" }),
+            format!(
+                "{} prompts with n = {n} make {choices} choices, more than the server's slots and queue hold ({})",
+                prompts.len(),
+                app.admission.capacity()
+            ),
+        ));
+    }
     let mut stop = plan.stop;
     stop.extend(extra_stops);
-    let (events, mut receiver) = unbounded_channel();
-    let job = Job {
-        prompt,
-        sampler: plan.sampler,
-        max_tokens,
-        stop,
-        ignore_eos: plan.ignore_eos,
-        logprobs: plan.logprobs,
-        prompt_logprobs: echo.is_some() && plan.logprobs.is_some(),
-        constraint,
-        trie: Arc::clone(&app.trie),
-        events,
+    let echoes: Vec<Option<Echo>> = match echo {
+        Some(texts) => texts
+            .into_iter()
+            .zip(&prompts)
+            .map(|(text, prompt)| {
+                Some(Echo {
+                    text,
+                    prompt: prompt.clone(),
+                })
+            })
+            .collect(),
+        None => vec![None; prompts.len()],
     };
-    // Held until the response ends or the client leaves: dropping the place takes a
-    // job that still waits out of the queue, dropping the permit frees the key's share.
+    let (events, mut receiver) = unbounded_channel();
+    let mut groups = Vec::with_capacity(prompts.len());
+    for (p, prompt) in prompts.into_iter().enumerate() {
+        let room = context - prompt.len();
+        let max_tokens = plan.max_tokens.unwrap_or(room).min(room);
+        let mut group = Vec::with_capacity(n);
+        for j in 0..n {
+            // Continuation j draws from the request's seed + j: a request with that seed
+            // and n = 1 gives the same tokens.
+            let mut sampler = plan.sampler.clone();
+            sampler.seed = sampler.seed.wrapping_add(j as u64);
+            group.push(Job {
+                prompt: prompt.clone(),
+                sampler,
+                max_tokens,
+                stop: stop.clone(),
+                ignore_eos: plan.ignore_eos,
+                logprobs: plan.logprobs,
+                prompt_logprobs: echoes[p].is_some() && plan.logprobs.is_some(),
+                constraint: output.constraint(&app.trie, max_tokens)?,
+                trie: Arc::clone(&app.trie),
+                events: ChoiceSender::new(p * n + j, events.clone()),
+            });
+        }
+        groups.push(group);
+    }
+    drop(events);
+    // Held until the response ends or the client leaves: dropping the place takes the
+    // jobs that still wait out of the queue, dropping the permit frees the key's share.
     let permit = app.key_limits.acquire(caller)?;
-    let place = app.admission.submit(job).map_err(|rejected| match rejected {
+    let place = app.admission.submit(groups).map_err(|rejected| match rejected {
         Rejected::Full { slots, queue } => ApiError::rate_limited(format!(
             "the server is busy: all {slots} slots are busy and the queue of {queue} is full; retry later"
         )),
@@ -404,73 +444,23 @@ async fn generate(
         created: crate::server::state::unix_now(),
         model: app.model_id.clone(),
     };
-    let reply = output
-        .parser
-        .map(|p| ReplyStream::new(p, output.tool_format, &head.id));
-    let mut writer = plan
-        .logprobs
-        .map(|_| LogprobWriter::new(Arc::clone(&app.model), endpoint));
+    let mut choices = Choices::new(
+        head,
+        ChoicesPlan {
+            n,
+            echoes,
+            logprobs: plan.logprobs.is_some(),
+            parser: output.parser,
+            tool_format: output.tool_format,
+        },
+        &app.model,
+    );
     if plan.stream {
-        return Ok(stream_response(
-            receiver,
-            head,
-            plan.include_usage,
-            reply,
-            (writer, echo),
-            hold,
-        ));
+        return Ok(stream_response(receiver, choices, plan.include_usage, hold));
     }
-    let mut text = String::new();
-    if let Some(echo) = &echo {
-        text.push_str(&echo.text);
-    }
-    let mut generated = Vec::new();
-    loop {
+    while !choices.all_ended() {
         match receiver.recv().await {
-            Some(JobEvent::Text {
-                text: piece,
-                logprobs,
-            }) => {
-                text.push_str(&piece);
-                generated.extend(logprobs);
-            }
-            Some(JobEvent::PromptLogprobs(entries)) => {
-                if let (Some(w), Some(echo)) = (writer.as_mut(), &echo) {
-                    w.push_prompt(&echo.prompt, &entries, echo.text.chars().count());
-                }
-            }
-            Some(JobEvent::Done {
-                reason,
-                prompt_tokens,
-                cached_tokens,
-                completion_tokens,
-            }) => {
-                let usage = Usage::new(prompt_tokens, cached_tokens, completion_tokens);
-                drop(hold);
-                if let Some(w) = writer.as_mut() {
-                    w.push(generated);
-                }
-                let logprobs = take_logprobs(&mut writer);
-                let Some(mut reply) = reply else {
-                    let finish = finish_reason(reason, false);
-                    return Ok(Json(head.full(&text, finish, usage, logprobs)).into_response());
-                };
-                reply.push(&text);
-                let (_, parsed) = reply.finish();
-                let ids = call_ids(&parsed, output.tool_format, &head.id);
-                let finish = finish_reason(reason, !parsed.calls.is_empty());
-                return Ok(Json(head.full_message(
-                    message(&parsed, &ids),
-                    finish,
-                    usage,
-                    logprobs,
-                ))
-                .into_response());
-            }
-            Some(JobEvent::Failed(message)) => {
-                return Err(ApiError::server(StatusCode::INTERNAL_SERVER_ERROR, message));
-            }
-            Some(JobEvent::Invalid(message)) => return Err(ApiError::invalid(None, message)),
+            Some((index, event)) => choices.absorb(index, event)?,
             None => {
                 return Err(ApiError::server(
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -479,4 +469,6 @@ async fn generate(
             }
         }
     }
+    drop(hold);
+    Ok(Json(choices.response()).into_response())
 }

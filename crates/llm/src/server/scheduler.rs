@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::engine::{Session, logits_slice, step_batch};
-use crate::server::admission::{Admission, Job};
+use crate::server::admission::{Admission, Group, Job, JobEvent};
 use crate::server::metrics::{Metrics, add_duration};
 use crate::server::slot::{Slot, Step, common_prefix, reusable_prefix};
 use crate::server::slot_board::SlotBoard;
@@ -75,26 +75,85 @@ impl Scheduler {
         }
     }
 
-    /// Starts waiting jobs while slots are free.
+    /// Starts waiting groups while they fit in the free slots.
     fn admit(&mut self) {
-        while self.slots.iter().any(|s| s.active.is_none()) {
-            let Some(job) = self.admission.take() else {
+        loop {
+            let free = self.slots.iter().filter(|s| s.active.is_none()).count();
+            if free == 0 {
+                return;
+            }
+            let Some(group) = self.admission.take(free) else {
                 return;
             };
-            self.start(job);
+            self.start_group(group);
         }
     }
 
-    /// Runs `job` on the free slot sharing the longest cached prefix with its prompt.
-    fn start(&mut self, job: Job) {
-        if job.events.is_closed() {
-            // The client left while the job waited.
-            self.admission.release();
-            self.metrics
-                .cancelled_requests
-                .fetch_add(1, Ordering::Relaxed);
+    /// Frees the slot counted for a job that will not run (its client left while it
+    /// waited).
+    fn cancel(&self) {
+        self.admission.release();
+        self.metrics
+            .cancelled_requests
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Runs a group: its first job prefilled on the free slot sharing the longest cached
+    /// prefix with the prompt, the others forked from that slot's KV cache onto free
+    /// slots (the admission counted one slot per job).
+    fn start_group(&mut self, group: Group) {
+        let mut jobs = group.into_iter();
+        let Some(first) = jobs.next() else {
+            return;
+        };
+        if first.events.is_closed() {
+            // The client left while the jobs waited (they share its channel).
+            self.cancel();
+            jobs.for_each(|_| self.cancel());
             return;
         }
+        let Some((source, logits)) = self.start(first) else {
+            // The prefill failed and was reported: the forks fail with it.
+            for job in jobs {
+                let _ = job
+                    .events
+                    .send(JobEvent::Failed("the prompt's prefill failed".into()));
+                self.metrics.failed_requests.fetch_add(1, Ordering::Relaxed);
+                self.admission.release();
+            }
+            return;
+        };
+        for job in jobs {
+            let target = self
+                .slots
+                .iter()
+                .enumerate()
+                .position(|(i, s)| i != source && s.active.is_none());
+            let Some(target) = target else {
+                // Not reached: the admission took the group for as many free slots.
+                self.cancel();
+                continue;
+            };
+            let (from, to) = pair_mut(&mut self.slots, source, target);
+            match to.fork(job, &from.session, &logits) {
+                Ok(step) => {
+                    self.metrics
+                        .completion_tokens
+                        .fetch_add(1, Ordering::Relaxed);
+                    self.settle(step);
+                }
+                Err(_) => {
+                    self.metrics.failed_requests.fetch_add(1, Ordering::Relaxed);
+                    self.admission.release();
+                }
+            }
+        }
+    }
+
+    /// Runs `job` on the free slot sharing the longest cached prefix with its prompt;
+    /// returns that slot and the prompt's last logits, or `None` when the prefill failed
+    /// (reported on the job's channel).
+    fn start(&mut self, job: Job) -> Option<(usize, Vec<f32>)> {
         let Some(index) = self
             .slots
             .iter()
@@ -108,9 +167,9 @@ impl Scheduler {
             })
             .map(|(i, _)| i)
         else {
-            // Not reached: `admit` takes a job only while a slot is free.
+            // Not reached: `admit` takes a group only while its slots are free.
             self.admission.release();
-            return;
+            return None;
         };
         let prompt_tokens = job.prompt.len() as u64;
         let slot = &mut self.slots[index];
@@ -127,9 +186,10 @@ impl Scheduler {
         m.prompt_tokens.fetch_add(prompt_tokens, Ordering::Relaxed);
         m.cached_prompt_tokens.fetch_add(cached, Ordering::Relaxed);
         match result {
-            Ok(step) => {
+            Ok((step, logits)) => {
                 m.completion_tokens.fetch_add(1, Ordering::Relaxed);
                 self.settle(step);
+                Some((index, logits))
             }
             Err(e) => {
                 // Reported on the job's channel unless the failure came after the prefill.
@@ -137,6 +197,7 @@ impl Scheduler {
                 slot.session.reset();
                 self.metrics.failed_requests.fetch_add(1, Ordering::Relaxed);
                 self.admission.release();
+                None
             }
         }
     }
@@ -217,5 +278,16 @@ impl Scheduler {
             }
         }
         true
+    }
+}
+
+/// Slot `a` to read and slot `b` to write (`a != b`).
+fn pair_mut(slots: &mut [Slot], a: usize, b: usize) -> (&Slot, &mut Slot) {
+    if a < b {
+        let (left, right) = slots.split_at_mut(b);
+        (&left[a], &mut right[0])
+    } else {
+        let (left, right) = slots.split_at_mut(a);
+        (&right[0], &mut left[b])
     }
 }

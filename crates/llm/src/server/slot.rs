@@ -70,8 +70,8 @@ impl Slot {
 
     /// Starts `job`: keeps the cached prefix it shares with the prompt (at least one
     /// prompt token always runs, for the logits), prefills the rest and samples the first
-    /// token.
-    pub(crate) fn start(&mut self, mut job: Job) -> Result<Step> {
+    /// token. Returns the step and the prompt's last logits (for the forks of a group).
+    pub(crate) fn start(&mut self, job: Job) -> Result<(Step, Vec<f32>)> {
         let reuse = if job.prompt_logprobs {
             0
         } else {
@@ -93,6 +93,26 @@ impl Slot {
                 return Err(e);
             }
         };
+        let step = self.activate(job, reuse, &logits)?;
+        Ok((step, logits))
+    }
+
+    /// Starts `job` from `source`, a session that holds its prompt (the group's first
+    /// job prefilled it and `logits` are its last position's): the prompt's keys and
+    /// values are copied, nothing runs, and the first token is sampled with this job's
+    /// own sampler.
+    pub(crate) fn fork(&mut self, job: Job, source: &Session, logits: &[f32]) -> Result<Step> {
+        if let Err(e) = self.session.fork_from(source, job.prompt.len()) {
+            let _ = job.events.send(JobEvent::Failed(e.to_string()));
+            return Err(e);
+        }
+        // Its prompt came from the group's prefill, not from this slot's cache.
+        self.activate(job, 0, logits)
+    }
+
+    /// Makes `job` this slot's, its prompt in the session, and samples its first token
+    /// from `logits` (a scoring-only job ends here).
+    fn activate(&mut self, mut job: Job, cached_tokens: usize, logits: &[f32]) -> Result<Step> {
         let active = Active {
             sampler: Sampler::new(job.sampler.clone()),
             decoder: TokenStreamDecoder::new(DetokenizeOptions {
@@ -101,7 +121,7 @@ impl Slot {
             }),
             stop: StopText::new(job.stop.clone()),
             constraint: job.constraint.take(),
-            cached_tokens: reuse,
+            cached_tokens,
             produced: 0,
             pending: Vec::new(),
             next_token: None,
@@ -112,7 +132,7 @@ impl Slot {
         if score_only {
             return Ok(self.finish(FinishReason::Length));
         }
-        self.accept_logits(&logits)
+        self.accept_logits(logits)
     }
 
     /// Runs the whole prompt of `job` with every position's logits, sends the

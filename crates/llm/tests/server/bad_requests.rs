@@ -67,8 +67,10 @@ fn bad_requests_get_openai_errors() -> anyhow::Result<()> {
     assert_error(&r, 400, Some("prompt"), "prompt")?;
     let r = post(addr, completions, &json!({"max_tokens": 3}))?;
     assert_error(&r, 400, Some("prompt"), "required")?;
-    let r = post(addr, completions, &json!({"prompt": ["a", "b"]}))?;
-    assert_error(&r, 400, Some("prompt"), "exactly one prompt")?;
+    let r = post(addr, completions, &json!({"prompt": []}))?;
+    assert_error(&r, 400, Some("prompt"), "at least one prompt")?;
+    let r = post(addr, completions, &json!({"prompt": [[1, 2], [3, 400]]}))?;
+    assert_error(&r, 400, Some("prompt[1]"), "out of range")?;
     let r = post(addr, completions, &json!({"prompt": [1, 2, 100000]}))?;
     assert_error(&r, 400, Some("prompt"), "out of range")?;
     let r = post(addr, completions, &json!({"prompt": "hi", "max_tokens": 0}))?;
@@ -79,8 +81,13 @@ fn bad_requests_get_openai_errors() -> anyhow::Result<()> {
         &json!({"prompt": "hi", "max_tokens": -4}),
     )?;
     assert_error(&r, 400, Some("max_tokens"), "at least 1")?;
-    let r = post(addr, completions, &json!({"prompt": "hi", "n": 2}))?;
-    assert_error(&r, 400, Some("n"), "n must be 1")?;
+    let r = post(addr, completions, &json!({"prompt": "hi", "n": 0}))?;
+    assert_error(&r, 400, Some("n"), "at least 1")?;
+    let r = post(addr, completions, &json!({"prompt": "hi", "n": 9}))?;
+    assert_error(&r, 400, Some("n"), "slots")?;
+    let many: Vec<&str> = vec!["a"; 200];
+    let r = post(addr, completions, &json!({"prompt": many}))?;
+    assert_error(&r, 400, Some("prompt"), "choices")?;
     let r = post(
         addr,
         completions,

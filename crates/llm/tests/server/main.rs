@@ -12,5 +12,6 @@ mod info_endpoints;
 mod logprobs;
 mod message_text;
 mod same_tokens;
+mod several_choices;
 mod slots;
 mod structured;
