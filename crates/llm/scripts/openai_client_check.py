@@ -5,7 +5,8 @@ Usage: openai_client_check.py TEMPRA_BINARY MODEL.gguf
 
 Starts the server on an ephemeral loopback port with an API key (`TEMPRA_API_KEY`), then
 drives it with `openai.OpenAI`: models, completions and chat (streamed and not), log
-probabilities (a scored prompt against `tempra logits` on the same tokens), and the
+probabilities (a scored prompt against `tempra logits` on the same tokens), embeddings,
+and the
 errors the client maps to exceptions (400 -> BadRequestError, 401 ->
 AuthenticationError). Exits non-zero on the first failure. Run by .ci/run in a virtual
 environment (`pip install openai`); cargo tests never need it.
@@ -44,6 +45,7 @@ def main() -> int:
         base_url = f"http://{match.group(1)}/v1"
         check(openai.OpenAI(base_url=base_url, api_key=API_KEY))
         check_logprobs(openai.OpenAI(base_url=base_url, api_key=API_KEY), binary, model_path)
+        check_embeddings(openai.OpenAI(base_url=base_url, api_key=API_KEY))
         check_refusals(openai.OpenAI(base_url=base_url, api_key=API_KEY),
                        openai.OpenAI(base_url=base_url, api_key="sk-wrong", max_retries=0))
     finally:
@@ -100,6 +102,20 @@ def check(client: "openai.OpenAI") -> None:
         raise AssertionError("max_tokens=0 was accepted")
     except openai.BadRequestError as e:
         assert e.body["param"] == "max_tokens", e.body
+
+
+def check_embeddings(client: "openai.OpenAI") -> None:
+    """`/v1/embeddings` through the client (which asks for base64 and decodes it): unit
+    vectors, the same for the same text wherever it sits in a batch."""
+    batch = client.embeddings.create(model="m", input=["the cat", "a dog ran", "the cat"])
+    vectors = [d.embedding for d in sorted(batch.data, key=lambda d: d.index)]
+    assert len(vectors) == 3 and len(vectors[0]) > 0, batch
+    for v in vectors:
+        assert abs(math.sqrt(sum(x * x for x in v)) - 1.0) < 1e-5, v[:4]
+    assert vectors[0] == vectors[2] and vectors[0] != vectors[1]
+    alone = client.embeddings.create(model="m", input="a dog ran", encoding_format="float")
+    assert alone.data[0].embedding == vectors[1]
+    assert batch.usage.prompt_tokens > 0, batch.usage
 
 
 def log_softmax(row):

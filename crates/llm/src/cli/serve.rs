@@ -4,6 +4,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
+use tempra_llm::engine::Pooling;
 use tempra_llm::server::{
     ApiKey, DEFAULT_BODY_TIMEOUT, DEFAULT_DRAIN_TIMEOUT, DEFAULT_HEADER_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_QUEUE,
@@ -30,6 +31,10 @@ pub(crate) struct ServeArgs {
     /// KV slots: requests served at once, each with its own KV cache of --ctx positions.
     #[arg(long = "kv-slots", value_name = "N", default_value_t = DEFAULT_SLOTS)]
     kv_slots: usize,
+    /// How /v1/embeddings pools a sequence's hidden states: mean, cls or last (default:
+    /// the model's pooling_type, else mean).
+    #[arg(long, value_name = "mean|cls|last", value_parser = parse_pooling)]
+    pooling: Option<Pooling>,
     /// Requests that may wait for a slot; more are refused with HTTP 429.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_QUEUE)]
     queue: usize,
@@ -142,6 +147,7 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
         cors_origins: args.cors_origins.clone(),
         allowed_hosts: args.allowed_hosts.clone(),
         extra_roles: args.allow_roles.clone(),
+        pooling: args.pooling,
         ..ServerConfig::new("")
     };
     let server = Server::start(model, config, listener)
@@ -200,4 +206,9 @@ fn keys_from_file(path: &Path) -> anyhow::Result<Vec<ApiKey>> {
         bail!("{}: no API keys in the file", path.display());
     }
     Ok(keys)
+}
+
+/// `--pooling`: `mean`, `cls` or `last`.
+fn parse_pooling(name: &str) -> Result<Pooling, String> {
+    Pooling::parse(name).ok_or_else(|| format!("{name:?} is not a pooling (mean, cls or last)"))
 }

@@ -21,6 +21,9 @@ pub enum LogitRows {
     Last,
     /// Every position (training, perplexity, `tempra logits`).
     All,
+    /// No logits: every position's hidden state after the output norm `[T, D]`
+    /// (embeddings), from the pool.
+    Hidden,
 }
 
 /// Runs `tokens` through the model at positions `cache.len()..` (or `0..` without a
@@ -121,6 +124,17 @@ pub(crate) fn forward_step(
     let Some(rows) = rows else {
         return Ok(None);
     };
+    if rows == LogitRows::Hidden {
+        let mut kept = out.pool_plan();
+        return kept
+            .rms_norm(
+                Slot::OutputNorm,
+                &x,
+                &weights.output_norm,
+                config.rms_norm_eps as f64,
+            )
+            .map(Some);
+    }
     if rows == LogitRows::Last {
         if t > 1 {
             x = x.narrow(0, t - 1, 1)?;

@@ -34,6 +34,7 @@
 mod batch;
 #[cfg(feature = "gpu")]
 mod device_weights;
+mod embedding;
 mod executor;
 mod forward;
 mod generation;
@@ -47,6 +48,7 @@ mod step_arena;
 mod weights;
 
 pub use batch::step_batch;
+pub use embedding::{Pooling, pool};
 pub use executor::Executor;
 pub use forward::{LogitRows, forward, forward_in};
 pub use generation::{FinishReason, GeneratedPiece, Generation, StopConditions};

@@ -79,6 +79,12 @@ impl Session {
         self.run(tokens, LogitRows::All)
     }
 
+    /// Runs `tokens` and returns the hidden state of every one of them after the
+    /// output norm `[T, embedding_length]` (what embeddings pool).
+    pub fn hidden_states(&mut self, tokens: &[u32]) -> Result<Tensor> {
+        self.run(tokens, LogitRows::Hidden)
+    }
+
     fn run(&mut self, tokens: &[u32], rows: LogitRows) -> Result<Tensor> {
         let model = Arc::clone(&self.model);
         let config = model.config();
@@ -136,7 +142,7 @@ impl Session {
                     .transpose()
             })?;
             match logits {
-                Some(l) if rows == LogitRows::All && chunks > 1 => {
+                Some(l) if rows != LogitRows::Last && chunks > 1 => {
                     gathered.extend_from_slice(logits_slice(&l)?)
                 }
                 Some(l) => last = Some(l),
@@ -145,10 +151,13 @@ impl Session {
         }
         match last {
             Some(logits) => Ok(logits),
-            None if chunks > 1 => Ok(Tensor::owned_from_slice(
-                &gathered,
-                &[tokens.len(), model.config().vocab_size],
-            )?),
+            None if chunks > 1 => {
+                let width = match rows {
+                    LogitRows::Hidden => model.config().embedding_length,
+                    _ => model.config().vocab_size,
+                };
+                Ok(Tensor::owned_from_slice(&gathered, &[tokens.len(), width])?)
+            }
             None => Err(LlmError::Argument {
                 what: "the forward computed no logits".into(),
             }),
@@ -343,6 +352,37 @@ mod tests {
             assert!(matches!(err, LlmError::ContextFull { .. }), "{err}");
             assert_eq!((fork.len(), fork.tokens().len()), (0, 0));
         }
+    }
+
+    #[test]
+    fn embeddings_in_chunks_equal_one_pass() {
+        use crate::engine::{Pooling, pool};
+        let model = model();
+        let tokens: Vec<u32> = (0..21).map(|i| (i * 41 + 5) % 300).collect();
+        let _guard = no_grad();
+        let hidden = forward(
+            model.autograd(),
+            model.config(),
+            model.forward_weights(),
+            &tokens,
+            None,
+            LogitRows::Hidden,
+        )
+        .expect("forward");
+        let hidden = hidden.tensor().to_vec_f32().expect("values");
+        let dim = model.config().embedding_length;
+        assert_eq!(hidden.len(), 21 * dim);
+        let mut s = model.session().expect("session");
+        drop(s.prefill(&[3, 4, 5]).expect("prefill"));
+        for pooling in [Pooling::Mean, Pooling::Cls, Pooling::Last] {
+            // 21 tokens in chunks of the 8-token arena, after other tokens: reset first.
+            let got = s.embed(&tokens, pooling, true).expect("embed");
+            let want = pool(&hidden, dim, pooling, true);
+            assert!(max_diff(&got, &want) < 1e-5, "{pooling}");
+            assert_eq!(s.tokens(), tokens.as_slice());
+        }
+        let err = s.embed(&[], Pooling::Mean, true).expect_err("empty");
+        assert!(matches!(err, LlmError::Argument { .. }), "{err}");
     }
 
     #[test]

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::engine::{FinishReason, SamplerConfig, TokenLogprob};
+use crate::engine::{FinishReason, Pooling, SamplerConfig, TokenLogprob};
 use crate::grammar::{OutputConstraint, TokenTrie};
 use crate::server::metrics::Metrics;
 
@@ -38,6 +38,8 @@ pub(crate) struct Job {
     /// Report the prompt tokens' log-probabilities too (an echoed prompt): the whole
     /// prompt runs, none of it from the slot's cache.
     pub(crate) prompt_logprobs: bool,
+    /// An embedding job: the prompt's pooled hidden states, no generation.
+    pub(crate) embed: Option<Pooling>,
     /// The grammar the output is held to, if any.
     pub(crate) constraint: Option<OutputConstraint>,
     /// The vocabulary's pieces: tokens it preserves (tool-call markers) render as text.
@@ -89,6 +91,8 @@ pub(crate) enum JobEvent {
     /// The log-probabilities of the prompt's tokens after the first (sent before any
     /// text, when the job asked for them).
     PromptLogprobs(Vec<TokenLogprob>),
+    /// An embedding job's vector (unit length), before its `Done`.
+    Embedding(Vec<f32>),
     /// The generation ended.
     Done {
         /// Why.

@@ -162,6 +162,8 @@ impl Choices {
             JobEvent::PromptLogprobs(entries) => {
                 self.prompt_logprobs[choice.prompt] = Some(entries);
             }
+            // Not sent for generation jobs.
+            JobEvent::Embedding(_) => {}
             JobEvent::Done {
                 reason,
                 prompt_tokens,
@@ -247,7 +249,7 @@ impl Choices {
             );
         }
         match event {
-            JobEvent::PromptLogprobs(_) => {}
+            JobEvent::PromptLogprobs(_) | JobEvent::Embedding(_) => {}
             JobEvent::Text { text, logprobs } => {
                 if let Some(w) = choice.writer.as_mut() {
                     w.push(logprobs);

@@ -17,6 +17,8 @@ pub(crate) struct Metrics {
     pub(crate) completion_requests: AtomicU64,
     /// `POST /v1/chat/completions` requests.
     pub(crate) chat_requests: AtomicU64,
+    /// `POST /v1/embeddings` requests.
+    pub(crate) embedding_requests: AtomicU64,
     /// Requests answered 429 (slots and queue full).
     pub(crate) rejected_requests: AtomicU64,
     /// Requests answered with another 4xx.
@@ -77,7 +79,7 @@ impl Metrics {
         metric(
             "tempra_requests_total",
             "counter",
-            "Generation requests received, by endpoint.",
+            "Generation and embedding requests received, by endpoint.",
             &[
                 (
                     "{endpoint=\"completions\"}",
@@ -86,6 +88,10 @@ impl Metrics {
                 (
                     "{endpoint=\"chat_completions\"}",
                     get(&self.chat_requests) as f64,
+                ),
+                (
+                    "{endpoint=\"embeddings\"}",
+                    get(&self.embedding_requests) as f64,
                 ),
             ],
         );

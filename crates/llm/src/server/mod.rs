@@ -1,7 +1,8 @@
 //! An OpenAI-compatible HTTP server over one loaded [`Model`](crate::engine::Model), with
 //! several KV slots served by continuous batching (feature `server`).
 //!
-//! - Endpoints: `POST /v1/completions`, `POST /v1/chat/completions` (both with
+//! - Endpoints: `POST /v1/completions`, `POST /v1/chat/completions`,
+//!   `POST /v1/embeddings` (the first two with
 //!   `"stream": true` as server-sent events: `data: {chunk}` lines, then
 //!   `data: [DONE]`), `GET /v1/models` (the model's id is its file stem; requests naming
 //!   any model are served by the loaded one), `GET /health`, `GET /metrics`
@@ -78,6 +79,7 @@ mod bodies;
 mod browser;
 mod choices;
 mod connections;
+mod embeddings;
 mod errors;
 mod gate;
 mod info_routes;
@@ -98,6 +100,8 @@ mod structured;
 mod tracked_io;
 
 use std::time::Duration;
+
+use crate::engine::Pooling;
 
 pub use api_keys::ApiKey;
 pub use running::Server;
@@ -166,6 +170,9 @@ pub struct ServerConfig {
     pub allowed_hosts: Vec<String>,
     /// Chat message roles accepted besides [`STANDARD_ROLES`].
     pub extra_roles: Vec<String>,
+    /// How `/v1/embeddings` pools a sequence (`None`: the model's `pooling_type`, else
+    /// mean).
+    pub pooling: Option<Pooling>,
 }
 
 impl ServerConfig {
@@ -192,6 +199,7 @@ impl ServerConfig {
             cors_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             extra_roles: Vec::new(),
+            pooling: None,
         }
     }
 }

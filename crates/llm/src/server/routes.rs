@@ -17,6 +17,7 @@ use crate::chat::{RenderedPrompt, TemplateInputs};
 use crate::server::admission::{ChoiceSender, Job, Rejected};
 use crate::server::api_keys::Caller;
 use crate::server::choices::{Choices, ChoicesPlan, Echo};
+use crate::server::embeddings::embeddings;
 use crate::server::errors::ApiError;
 use crate::server::info_routes::{apply_template, detokenize, props, slots, tokenize};
 use crate::server::openai::{Endpoint, GenerationRequest, Plan, Prompt, ResponseHead};
@@ -51,6 +52,7 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .route("/v1/models", get(models))
         .route("/health", get(health))
         .route("/metrics", get(metrics))
+        .route("/v1/embeddings", post(embeddings))
         .route("/tokenize", post(tokenize))
         .route("/detokenize", post(detokenize))
         .route("/apply-template", post(apply_template))
@@ -414,6 +416,7 @@ async fn generate(
                 ignore_eos: plan.ignore_eos,
                 logprobs: plan.logprobs,
                 prompt_logprobs: echoes[p].is_some() && plan.logprobs.is_some(),
+                embed: None,
                 constraint: output.constraint(&app.trie, max_tokens)?,
                 trie: Arc::clone(&app.trie),
                 events: ChoiceSender::new(p * n + j, events.clone()),

@@ -8,7 +8,7 @@ use std::thread::JoinHandle;
 use tokio::sync::oneshot;
 
 use crate::chat::{ChatTemplate, THINK_CLOSE, THINK_OPEN, ToolFormat, has_reasoning_tags};
-use crate::engine::Model;
+use crate::engine::{Model, Pooling};
 use crate::error::{LlmError, Result};
 use crate::grammar::TokenTrie;
 use crate::server::accept::{Serving, serve};
@@ -113,6 +113,10 @@ impl Server {
                 .collect(),
             slots: config.slots,
             board: Arc::clone(&board),
+            pooling: config
+                .pooling
+                .or_else(|| model_pooling(&model))
+                .unwrap_or(Pooling::Mean),
             max_body_bytes: config.max_body_bytes,
             created: unix_now(),
             next_id: AtomicU64::new(1),
@@ -269,6 +273,13 @@ fn validate(config: &ServerConfig) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The pooling a model's `{arch}.pooling_type` names, if it names one.
+fn model_pooling(model: &Model) -> Option<Pooling> {
+    let key = format!("{}.pooling_type", model.config().arch.name());
+    let value = model.file().metadata().get_u32(&key).ok()?;
+    Pooling::from_gguf(u64::from(value))
 }
 
 /// Resolves on SIGINT or (on Unix) SIGTERM.

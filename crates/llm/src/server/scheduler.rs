@@ -172,9 +172,10 @@ impl Scheduler {
             return None;
         };
         let prompt_tokens = job.prompt.len() as u64;
+        let job_generates = job.embed.is_none() && job.max_tokens > 0;
         let slot = &mut self.slots[index];
-        // A scored prompt runs whole (see `Slot::start`).
-        let cached = if job.prompt_logprobs {
+        // A scored prompt or an embedding runs whole (see `Slot::start`).
+        let cached = if job.prompt_logprobs || job.embed.is_some() {
             0
         } else {
             reusable_prefix(slot.session.tokens(), &job.prompt) as u64
@@ -187,7 +188,9 @@ impl Scheduler {
         m.cached_prompt_tokens.fetch_add(cached, Ordering::Relaxed);
         match result {
             Ok((step, logits)) => {
-                m.completion_tokens.fetch_add(1, Ordering::Relaxed);
+                if job_generates {
+                    m.completion_tokens.fetch_add(1, Ordering::Relaxed);
+                }
                 self.settle(step);
                 Some((index, logits))
             }

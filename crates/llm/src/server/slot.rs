@@ -1,6 +1,8 @@
 //! `Slot`: one KV session of the server and the job it is running.
 
-use crate::engine::{FinishReason, Sampler, Session, TokenLogprob, logits_slice, token_logprobs};
+use crate::engine::{
+    FinishReason, Pooling, Sampler, Session, TokenLogprob, logits_slice, token_logprobs,
+};
 use crate::error::Result;
 use crate::grammar::OutputConstraint;
 use crate::server::admission::{Job, JobEvent};
@@ -72,6 +74,9 @@ impl Slot {
     /// prompt token always runs, for the logits), prefills the rest and samples the first
     /// token. Returns the step and the prompt's last logits (for the forks of a group).
     pub(crate) fn start(&mut self, job: Job) -> Result<(Step, Vec<f32>)> {
+        if let Some(pooling) = job.embed {
+            return self.embed(job, pooling).map(|step| (step, Vec::new()));
+        }
         let reuse = if job.prompt_logprobs {
             0
         } else {
@@ -95,6 +100,28 @@ impl Slot {
         };
         let step = self.activate(job, reuse, &logits)?;
         Ok((step, logits))
+    }
+
+    /// Runs an embedding job: its prompt from position 0, pooled and L2-normalised;
+    /// sends the vector and the end. The slot is free again at once.
+    fn embed(&mut self, job: Job, pooling: Pooling) -> Result<Step> {
+        match self.session.embed(&job.prompt, pooling, true) {
+            Ok(vector) => {
+                let _ = job.events.send(JobEvent::Embedding(vector));
+                let _ = job.events.send(JobEvent::Done {
+                    reason: FinishReason::Length,
+                    prompt_tokens: job.prompt.len(),
+                    cached_tokens: 0,
+                    completion_tokens: 0,
+                });
+                Ok(Step::Finished)
+            }
+            Err(e) => {
+                let _ = job.events.send(JobEvent::Failed(e.to_string()));
+                self.session.reset();
+                Err(e)
+            }
+        }
     }
 
     /// Starts `job` from `source`, a session that holds its prompt (the group's first

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::chat::{ChatTemplate, ToolFormat};
-use crate::engine::Model;
+use crate::engine::{Model, Pooling};
 use crate::grammar::TokenTrie;
 use crate::server::admission::Admission;
 use crate::server::api_keys::KeyLimits;
@@ -41,6 +41,8 @@ pub(crate) struct AppState {
     pub(crate) roles: Vec<String>,
     /// KV slots.
     pub(crate) slots: usize,
+    /// How `/v1/embeddings` pools a sequence.
+    pub(crate) pooling: Pooling,
     /// What each slot is doing (written by the engine thread).
     pub(crate) board: Arc<SlotBoard>,
     /// Request body limit in bytes.

@@ -5,6 +5,7 @@
 mod access;
 mod bad_requests;
 mod connections;
+mod embeddings;
 mod endpoints;
 mod fixtures;
 mod http_client;
