@@ -67,6 +67,7 @@ fn into_variants_equal_the_allocating_ops() -> Result<(), TensorError> {
     );
 
     let params = AttentionParams {
+        causal: true,
         scale: 0.5,
         q_start: 0,
         window: None,

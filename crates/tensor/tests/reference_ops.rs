@@ -430,6 +430,7 @@ fn run_op(
         )?,
         "attention" => {
             let params = AttentionParams {
+                causal: true,
                 scale: num("scale") as f32,
                 q_start: int("q_start"),
                 window: p["window"].as_u64().map(|w| w as usize),
@@ -1241,10 +1242,12 @@ fn errors_bad_arguments() -> Res<()> {
     let base = AttentionParams::causal(4, 0);
     let bad = [
         AttentionParams {
+            causal: true,
             window: Some(0),
             ..base
         },
         AttentionParams {
+            causal: true,
             scale: f32::NAN,
             ..base
         },
@@ -1261,6 +1264,7 @@ fn errors_bad_arguments() -> Res<()> {
     }
     for cap in [0.0, -1.0, f32::INFINITY] {
         let params = AttentionParams {
+            causal: true,
             softcap: Some(cap),
             ..base
         };

@@ -127,8 +127,8 @@ pub(crate) fn attention(
     // range from the `Option` inside the 48-row loop let LLVM branch on the payload of a
     // `None` (valgrind: a jump on an uninitialised value).
     let window = match params.window {
-        Some(w) => w,
-        None => usize::MAX,
+        Some(w) if params.causal => w,
+        _ => usize::MAX,
     };
     let keys_per_query = window.min(tk).max(1);
     let fmas_per_item = tile_rows * keys_per_query * (d + dv);
@@ -186,6 +186,9 @@ pub(crate) fn attention(
             let n_rows = here * rows;
             let keys: [std::ops::Range<usize>; WIDE_ROWS] = std::array::from_fn(|row| {
                 let q_pos = params.q_start + t0 + row / rows;
+                if !params.causal {
+                    return 0..tk;
+                }
                 let hi = (q_pos + 1).min(tk);
                 let lo = (q_pos + 1).saturating_sub(window);
                 lo..hi.max(lo)

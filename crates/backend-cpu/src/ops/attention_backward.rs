@@ -137,9 +137,8 @@ pub(crate) fn attention_backward(
             );
             for h in kvh * group..(kvh + 1) * group {
                 for t in 0..tq {
-                    let q_pos = params.q_start + t;
-                    let hi = (q_pos + 1).min(tk);
-                    let lo = params.window.map_or(0, |w| (q_pos + 1).saturating_sub(w));
+                    let keys = params.key_range(params.q_start + t, tk);
+                    let (lo, hi) = (keys.start, keys.end);
                     if lo >= hi {
                         continue;
                     }

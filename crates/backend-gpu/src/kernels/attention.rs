@@ -81,7 +81,13 @@ pub(crate) fn attention(
     let mut p = Params::new();
     p.n(rows.count, OP)?.n(tq, OP)?.n(hq, OP)?.n(hkv, OP)?;
     p.n(d, OP)?.n(dv, OP)?.n(tk, OP)?.f(params.scale);
-    p.n(params.q_start, OP)?.n(params.window.unwrap_or(0), OP)?;
+    // Attention over every key: queries placed at or past the last key see them all.
+    let (q_start, window) = if params.causal {
+        (params.q_start, params.window.unwrap_or(0))
+    } else {
+        (tk, 0)
+    };
+    p.n(q_start, OP)?.n(window, OP)?;
     p.f(params.softcap.unwrap_or(0.0));
     p.u(dtype_code(k.dtype()).unwrap_or(0))
         .u(dtype_code(v.dtype()).unwrap_or(0));

@@ -1,6 +1,6 @@
-//! Causal attention: prefill and decode shapes, grouped KV heads, f16 and block-quantized
+//! Attention: causal prefill and decode shapes, grouped KV heads, f16 and block-quantized
 //! caches (keys and values in one format or two), a sliding window, a logit soft-cap,
-//! keys read through a narrowed cache view, large head dims.
+//! keys read through a narrowed cache view, large head dims; bidirectional (encoders).
 
 use tempra_tensor::{AttentionParams, DType};
 
@@ -164,6 +164,7 @@ pub(super) fn push(cases: &mut Vec<Case>) -> Result<()> {
         let k = inputs.normal_as(&[tk, hkv, d], kv)?;
         let v = inputs.normal_as(&[tk, hkv, d], kv)?;
         let params = AttentionParams {
+            causal: true,
             window,
             softcap,
             ..AttentionParams::causal(d, q_start)
@@ -215,6 +216,23 @@ pub(super) fn push(cases: &mut Vec<Case>) -> Result<()> {
             )?])
         },
     ));
+    // An encoder's attention: every query sees every key (BERT), small and blocked.
+    for (label, t, hq, hkv, d) in [
+        ("bidirectional 9 tokens, 4 heads over 2", 9, 4, 2, 16),
+        ("bidirectional 70 tokens (blocked kernel)", 70, 2, 2, 32),
+    ] {
+        let q = inputs.normal(&[t, hq, d])?;
+        let k = inputs.normal(&[t, hkv, d])?;
+        let v = inputs.normal(&[t, hkv, d])?;
+        let params = AttentionParams::bidirectional(d);
+        cases.push(Case::new(
+            "attention",
+            label,
+            Precision::Accumulated,
+            vec![q, k, v],
+            move |c, i| Ok(vec![c.attention(&i[0], &i[1], &i[2], &params)?]),
+        ));
+    }
     // Batched sequences.
     let q = inputs.normal(&[2, 3, 2, 16])?;
     let k = inputs.normal(&[2, 3, 2, 16])?;

@@ -60,6 +60,7 @@ pub(super) fn push(cases: &mut Vec<Case>) -> Result<()> {
             vec![q, k, v, grad],
             move |c, i| {
                 let params = AttentionParams {
+                    causal: true,
                     window,
                     ..AttentionParams::causal(16, 0)
                 };

@@ -305,6 +305,7 @@ fn qk_norm(
 /// Layer `l`'s attention settings for queries starting at position `start`.
 pub(crate) fn attention_params(config: &ModelConfig, l: usize, start: usize) -> AttentionParams {
     AttentionParams {
+        causal: true,
         scale: config.attention_scale,
         q_start: start,
         window: if config.is_sliding_layer(l) {
