@@ -30,11 +30,14 @@ pub enum Arch {
     Olmo2,
     /// `smollm3`: SmolLM3 (every fourth layer without rope).
     Smollm3,
+    /// `bert`: BERT-family encoders (embeddings only: attention over every token,
+    /// learned positions, layer norms after each residual add, a GELU FFN).
+    Bert,
 }
 
 impl Arch {
     /// Every supported architecture.
-    pub const ALL: [Arch; 9] = [
+    pub const ALL: [Arch; 10] = [
         Arch::Llama,
         Arch::Qwen2,
         Arch::Qwen3,
@@ -44,6 +47,7 @@ impl Arch {
         Arch::Granite,
         Arch::Olmo2,
         Arch::Smollm3,
+        Arch::Bert,
     ];
 
     /// The GGUF name (`llama`).
@@ -58,6 +62,7 @@ impl Arch {
             Arch::Granite => "granite",
             Arch::Olmo2 => "olmo2",
             Arch::Smollm3 => "smollm3",
+            Arch::Bert => "bert",
         }
     }
 
@@ -97,6 +102,7 @@ impl Arch {
             pre_norms: true,
             qk_norm: QkNormWidth::PerHead,
             no_rope_layer_interval: None,
+            encoder: false,
         };
         const GEMMA: ArchDescription = ArchDescription {
             rope_style: RopeStyle::Neox,
@@ -137,6 +143,14 @@ impl Arch {
                 no_rope_layer_interval: Some(4),
                 ..LLAMA
             },
+            Arch::Bert => ArchDescription {
+                rope_style: RopeStyle::Neox,
+                activation: UnaryOp::GeluErf,
+                default_rms_eps: 1e-12,
+                pre_norms: false,
+                encoder: true,
+                ..LLAMA
+            },
         }
     }
 }
@@ -171,6 +185,11 @@ pub struct ArchDescription {
     /// Layer `i` runs without rope when `(i + 1) % interval == 0` (SmolLM3: 4, which
     /// llama.cpp fixes for the architecture rather than reading it from the file).
     pub no_rope_layer_interval: Option<usize>,
+    /// An encoder (BERT): every token attends to every other, positions are learned
+    /// embeddings (no rope), each residual add is followed by a layer norm (with bias),
+    /// the FFN is `activation(up)·down` with biases, and there is no output head: the
+    /// model makes embeddings only. Its `default_rms_eps` is the layer-norm epsilon.
+    pub encoder: bool,
 }
 
 /// What a q/k norm normalizes over.
@@ -286,7 +305,7 @@ pub struct ModelConfig {
     pub key_length: usize,
     /// Per-head value width.
     pub value_length: usize,
-    /// RMSNorm epsilon.
+    /// The norms' epsilon: RMS norms', or an encoder's layer norms'.
     pub rms_norm_eps: f32,
     /// Rope parameters.
     pub rope: RopeParams,
@@ -367,10 +386,15 @@ impl ModelConfig {
             ));
         }
         let description = arch.description();
-        let rms_norm_eps = opt_f32(keys::RMS_EPS)?.unwrap_or(description.default_rms_eps);
+        let eps_key = if description.encoder {
+            keys::LAYER_NORM_EPS
+        } else {
+            keys::RMS_EPS
+        };
+        let rms_norm_eps = opt_f32(eps_key)?.unwrap_or(description.default_rms_eps);
         if !(rms_norm_eps.is_finite() && rms_norm_eps >= 0.0) {
             return Err(invalid(
-                k(keys::RMS_EPS),
+                k(eps_key),
                 format!("{rms_norm_eps} is not a valid epsilon"),
             ));
         }
@@ -461,8 +485,9 @@ impl ModelConfig {
 
     /// Whether layer `layer` applies rope (SmolLM3 leaves every fourth layer without).
     pub fn uses_rope(&self, layer: usize) -> bool {
-        let interval = self.arch.description().no_rope_layer_interval;
-        !interval.is_some_and(|n| (layer + 1).is_multiple_of(n))
+        let description = self.arch.description();
+        let interval = description.no_rope_layer_interval;
+        !description.encoder && !interval.is_some_and(|n| (layer + 1).is_multiple_of(n))
     }
 
     /// The rope op parameters for layer `layer` (frequency factors, `rope_freqs` or
@@ -741,7 +766,7 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "unsupported architecture `falcon` (supported: llama, qwen2, qwen3, gemma2, \
-             gemma3, phi3, granite, olmo2, smollm3)"
+             gemma3, phi3, granite, olmo2, smollm3, bert)"
         );
 
         let mut md = base("qwen3");

@@ -18,6 +18,12 @@ pub enum GlobalTensor {
     RopeFactorsLong,
     /// `rope_factors_short`: LongRoPE's per-pair factors within the original context.
     RopeFactorsShort,
+    /// `position_embd`: learned absolute position embeddings `[context, dim]` (BERT).
+    PositionEmbd,
+    /// `token_types`: token-type (segment) embeddings `[types, dim]` (BERT).
+    TokenTypes,
+    /// `token_embd_norm`: the layer norm of the summed embeddings `[dim]` (BERT).
+    TokenEmbdNorm,
 }
 
 /// A tensor that appears once per transformer block.
@@ -51,17 +57,24 @@ pub enum BlockTensor {
     FfnDown,
     /// `post_ffw_norm`: the norm after the feed-forward (Gemma2/3).
     PostFfwNorm,
+    /// `attn_output_norm`: the layer norm after the attention's residual add (BERT).
+    AttnOutputNorm,
+    /// `layer_output_norm`: the layer norm after the FFN's residual add (BERT).
+    LayerOutputNorm,
 }
 
 impl GlobalTensor {
     /// Every global tensor.
-    pub const ALL: [GlobalTensor; 6] = [
+    pub const ALL: [GlobalTensor; 9] = [
         GlobalTensor::TokenEmbd,
         GlobalTensor::OutputNorm,
         GlobalTensor::Output,
         GlobalTensor::RopeFreqs,
         GlobalTensor::RopeFactorsLong,
         GlobalTensor::RopeFactorsShort,
+        GlobalTensor::PositionEmbd,
+        GlobalTensor::TokenTypes,
+        GlobalTensor::TokenEmbdNorm,
     ];
 
     /// The name stem (`token_embd`).
@@ -73,13 +86,16 @@ impl GlobalTensor {
             GlobalTensor::RopeFreqs => "rope_freqs",
             GlobalTensor::RopeFactorsLong => "rope_factors_long",
             GlobalTensor::RopeFactorsShort => "rope_factors_short",
+            GlobalTensor::PositionEmbd => "position_embd",
+            GlobalTensor::TokenTypes => "token_types",
+            GlobalTensor::TokenEmbdNorm => "token_embd_norm",
         }
     }
 }
 
 impl BlockTensor {
     /// Every block tensor.
-    pub const ALL: [BlockTensor; 14] = [
+    pub const ALL: [BlockTensor; 16] = [
         BlockTensor::AttnNorm,
         BlockTensor::AttnQ,
         BlockTensor::AttnK,
@@ -94,6 +110,8 @@ impl BlockTensor {
         BlockTensor::FfnUp,
         BlockTensor::FfnDown,
         BlockTensor::PostFfwNorm,
+        BlockTensor::AttnOutputNorm,
+        BlockTensor::LayerOutputNorm,
     ];
 
     /// The name stem after `blk.N.` (`attn_q`).
@@ -113,6 +131,8 @@ impl BlockTensor {
             BlockTensor::FfnUp => "ffn_up",
             BlockTensor::FfnDown => "ffn_down",
             BlockTensor::PostFfwNorm => "post_ffw_norm",
+            BlockTensor::AttnOutputNorm => "attn_output_norm",
+            BlockTensor::LayerOutputNorm => "layer_output_norm",
         }
     }
 }
@@ -222,6 +242,11 @@ pub fn global_weight(tensor: GlobalTensor) -> String {
 /// The name of block `layer`'s `tensor` weight (`blk.0.attn_q.weight`).
 pub fn block_weight(layer: usize, tensor: BlockTensor) -> String {
     format!("blk.{layer}.{}.weight", tensor.stem())
+}
+
+/// The name of a global tensor's bias (`token_embd_norm.bias`).
+pub fn global_bias(tensor: GlobalTensor) -> String {
+    format!("{}.bias", tensor.stem())
 }
 
 /// The name of block `layer`'s `tensor` bias (`blk.0.attn_q.bias`).

@@ -61,7 +61,7 @@ fn bad_files() {
         d,
         &["info", "-m", "mamba.gguf"],
         "unsupported architecture `mamba` (supported: llama, qwen2, qwen3, gemma2, gemma3, \
-         phi3, granite, olmo2, smollm3)",
+         phi3, granite, olmo2, smollm3, bert)",
     );
     fails(d, &["info", "-m", "."], "not a regular file");
     fails(

@@ -57,10 +57,19 @@ fn check_spec(spec: &RandomModelSpec, qtype: &str, max_nmse: f64) {
             _ => None,
         };
         if let Some(want) = want {
-            assert_eq!(layout(layer.gate.tensor()), Some(want), "{qtype}");
             assert_eq!(
-                layer.gate.tensor().dtype(),
-                model.weights().layers[0].gate.tensor().dtype(),
+                layout(layer.gate.as_ref().expect("gate").tensor()),
+                Some(want),
+                "{qtype}"
+            );
+            assert_eq!(
+                layer.gate.as_ref().expect("gate").tensor().dtype(),
+                model.weights().layers[0]
+                    .gate
+                    .as_ref()
+                    .expect("gate")
+                    .tensor()
+                    .dtype(),
                 "{qtype}: a prepared weight keeps the file's dtype"
             );
         }

@@ -10,7 +10,7 @@ use tempra_llm::tokenizer::{TokenizeOptions, TokenizerModel, Vocabulary};
 #[test]
 fn bert_sentences_tokenize_as_transformers_does() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/bert");
-    let file = ModelFile::open(&dir.join("bert.gguf")).expect("bert.gguf");
+    let file = ModelFile::open(dir.join("bert.gguf")).expect("bert.gguf");
     let vocab = Vocabulary::from_gguf(file.metadata()).expect("vocabulary");
     assert_eq!(vocab.model(), TokenizerModel::Wpm);
     let golden: serde_json::Value =

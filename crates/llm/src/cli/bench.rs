@@ -376,14 +376,17 @@ fn weight_types(model: &Model) -> String {
     let mut counts: Vec<(String, usize)> = Vec::new();
     for layer in &model.weights().layers {
         for w in [
-            &layer.wq,
-            &layer.wk,
-            &layer.wv,
-            &layer.wo,
-            &layer.gate,
-            &layer.up,
-            &layer.down,
-        ] {
+            Some(&layer.wq),
+            Some(&layer.wk),
+            Some(&layer.wv),
+            Some(&layer.wo),
+            layer.gate.as_ref(),
+            Some(&layer.up),
+            Some(&layer.down),
+        ]
+        .into_iter()
+        .flatten()
+        {
             let name = w.tensor().dtype().to_string();
             match counts.iter_mut().find(|(n, _)| *n == name) {
                 Some((_, c)) => *c += 1,

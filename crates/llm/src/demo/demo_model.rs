@@ -175,7 +175,7 @@ pub fn weights_from_params(params: &ParamStore, shape: &DemoShape) -> Result<Mod
             k_norm: None,
             post_attn_norm: None,
             ffn_norm: Some(b(BlockTensor::FfnNorm)?),
-            gate: b(BlockTensor::FfnGate)?,
+            gate: Some(b(BlockTensor::FfnGate)?),
             up: b(BlockTensor::FfnUp)?,
             down: b(BlockTensor::FfnDown)?,
             post_ffn_norm: None,
@@ -183,12 +183,13 @@ pub fn weights_from_params(params: &ParamStore, shape: &DemoShape) -> Result<Mod
     }
     Ok(ModelWeights {
         token_embd: get(global_weight(GlobalTensor::TokenEmbd))?,
-        output_norm: get(global_weight(GlobalTensor::OutputNorm))?,
+        output_norm: Some(get(global_weight(GlobalTensor::OutputNorm))?),
         output: None,
         rope_freqs: None,
         rope_factors_long: None,
         rope_factors_short: None,
         layers,
+        encoder: None,
     })
 }
 

@@ -9,7 +9,7 @@ use tempra_tensor::{AttentionParams, BinaryOp, Tensor, UnaryOp};
 use crate::engine::kv_cache::KvCache;
 use crate::engine::outputs::Outputs;
 use crate::engine::step_arena::{Slot, StepArena};
-use crate::engine::weights::{LayerWeights, ModelWeights};
+use crate::engine::weights::{EncoderWeights, LayerWeights, ModelWeights};
 use crate::error::{LlmError, Result};
 use crate::model_config::ModelConfig;
 
@@ -98,6 +98,11 @@ pub(crate) fn forward_step(
     }
     let ids = out.ids(Slot::TokenIds, tokens)?;
     let positions = position_ids(out, start, t)?;
+    if let Some(encoder) = &weights.encoder {
+        return encoder_forward(
+            out, config, weights, encoder, &ids, &positions, start, cache, rows,
+        );
+    }
 
     let mut x = embed(out, config, weights, &ids)?;
     drop(ids);
@@ -130,7 +135,7 @@ pub(crate) fn forward_step(
             .rms_norm(
                 Slot::OutputNorm,
                 &x,
-                &weights.output_norm,
+                output_norm(config, weights)?,
                 config.rms_norm_eps as f64,
             )
             .map(Some);
@@ -157,7 +162,7 @@ pub(crate) fn output_logits(
     let x = out.rms_norm(
         Slot::OutputNorm,
         x,
-        &weights.output_norm,
+        output_norm(config, weights)?,
         config.rms_norm_eps as f64,
     )?;
     let logits = out.linear(Slot::Logits, &x, weights.head(), None)?;
@@ -175,6 +180,115 @@ pub(crate) fn output_logits(
     let squashed = out.unary(Slot::Logits, UnaryOp::Tanh, &scaled)?;
     drop(scaled);
     out.mul_scalar(Slot::LogitsScratch, &squashed, cap)
+}
+
+/// The final norm, or an error for an encoder (it has neither that norm nor an output
+/// head).
+fn output_norm<'w>(config: &ModelConfig, weights: &'w ModelWeights) -> Result<&'w Var> {
+    weights
+        .output_norm
+        .as_ref()
+        .ok_or_else(|| LlmError::Argument {
+            what: format!(
+                "{} is an encoder: it makes embeddings, not logits",
+                config.arch
+            ),
+        })
+}
+
+/// An encoder's forward (BERT): token, position and type-0 embeddings summed and
+/// layer-normed, then per block attention over every token (q/k/v with biases, no
+/// rope), the output projection added to the residual and layer-normed, and a GELU FFN
+/// with biases added and layer-normed. With `rows` `Hidden`, the last block's output
+/// `[T, D]` (from the pool); `None` computes nothing to return; logits are an error.
+/// The keys and values go through `cache` when one is given (the whole input must
+/// then be one step: later tokens change earlier ones).
+#[allow(clippy::too_many_arguments)]
+fn encoder_forward(
+    out: &mut Outputs<'_>,
+    config: &ModelConfig,
+    weights: &ModelWeights,
+    encoder: &EncoderWeights,
+    ids: &Tensor,
+    positions: &Tensor,
+    start: usize,
+    mut cache: Option<&mut KvCache>,
+    rows: Option<LogitRows>,
+) -> Result<Option<Var>> {
+    if matches!(rows, Some(LogitRows::Last | LogitRows::All)) {
+        output_norm(config, weights)?;
+    }
+    let t = ids.elem_count();
+    if start != 0 {
+        return Err(LlmError::Argument {
+            what: format!(
+                "{} is an encoder: its input runs in one step from position 0",
+                config.arch
+            ),
+        });
+    }
+    let eps = config.rms_norm_eps as f64;
+    let tokens = out.embedding(Slot::Hidden, &weights.token_embd, ids)?;
+    let places = out.embedding(Slot::AttentionOut, &encoder.position_embd, positions)?;
+    let summed = out.assign(Slot::Hidden, BinaryOp::Add, tokens, &places)?;
+    drop(places);
+    let type_zero = Var::constant(encoder.token_types.tensor().narrow(0, 0, 1)?);
+    let summed = out.assign(Slot::Hidden, BinaryOp::Add, summed, &type_zero)?;
+    let (w, b) = &encoder.embd_norm;
+    let mut x = out.layer_norm(Slot::Norm, &summed, w, b, eps)?;
+    drop(summed);
+    let last = weights.layers.len().saturating_sub(1);
+    for (l, (layer, extra)) in weights.layers.iter().zip(&encoder.layers).enumerate() {
+        let (q, k, v) = project_qkv(out, config, weights, layer, l, &x, positions)?;
+        let params = AttentionParams {
+            causal: false,
+            ..attention_params(config, l, start)
+        };
+        let attn = match cache.as_deref_mut() {
+            Some(cache) => {
+                cache.write(out.ctx(), l, k.tensor(), v.tensor())?;
+                drop((k, v));
+                let (keys, values) = cache.view(l, t)?;
+                let (keys, values) = (Var::constant(keys), Var::constant(values));
+                out.attention(Slot::Attention, &q, &keys, &values, &params)?
+            }
+            None => out.attention(Slot::Attention, &q, &k, &v, &params)?,
+        };
+        drop(q);
+        let attn = attn.reshape(&[t, config.head_count * config.value_length])?;
+        let projected = out.linear(Slot::AttentionOut, &attn, &layer.wo, Some(&extra.bo))?;
+        drop(attn);
+        let residual = out.assign(Slot::AttentionOut, BinaryOp::Add, projected, &x)?;
+        drop(x);
+        let (w, b) = &extra.attn_out_norm;
+        let h = out.layer_norm(Slot::Hidden, &residual, w, b, eps)?;
+        drop(residual);
+        let up = out.linear(Slot::FfnUp, &h, &layer.up, Some(&extra.up_bias))?;
+        let act = config.arch.description().activation;
+        let activated = out.unary(Slot::FfnAct, act, &up)?;
+        drop(up);
+        let down = out.linear(
+            Slot::FfnDown,
+            &activated,
+            &layer.down,
+            Some(&extra.down_bias),
+        )?;
+        drop(activated);
+        let residual = out.assign(Slot::FfnDown, BinaryOp::Add, down, &h)?;
+        drop(h);
+        let (w, b) = &extra.layer_out_norm;
+        x = if l == last && rows == Some(LogitRows::Hidden) {
+            // The caller keeps the result: a pool output, not the arena's.
+            out.pool_plan()
+                .layer_norm(Slot::Norm, &residual, w, b, eps)?
+        } else {
+            out.layer_norm(Slot::Norm, &residual, w, b, eps)?
+        };
+    }
+    if let Some(c) = cache {
+        c.advance(t);
+    }
+    Ok(rows.map(|_| x))
 }
 
 /// Positions `start..start + t` as a U32 tensor `[t]` in the positions slot. Decode (and
@@ -359,7 +473,10 @@ pub(crate) fn ffn_block(
 ) -> Result<Var> {
     let eps = config.rms_norm_eps as f64;
     let h = pre_norm(out, x, layer.ffn_norm.as_ref(), eps)?;
-    let gate = out.linear(Slot::FfnGate, &h, &layer.gate, None)?;
+    let gate_weight = layer.gate.as_ref().ok_or_else(|| LlmError::Argument {
+        what: format!("{}: a block without an FFN gate", config.arch),
+    })?;
+    let gate = out.linear(Slot::FfnGate, &h, gate_weight, None)?;
     let up = out.linear(Slot::FfnUp, &h, &layer.up, None)?;
     drop(h);
     let act = config.arch.description().activation;

@@ -161,6 +161,15 @@ impl Model {
                 what: "the context length must be at least 1".into(),
             });
         }
+        let encoder = config.arch.description().encoder;
+        if encoder && context_length > config.context_length {
+            return Err(LlmError::Argument {
+                what: format!(
+                    "{} learned {} positions: a context of {context_length} does not fit",
+                    config.arch, config.context_length
+                ),
+            });
+        }
         let kv_types = options.kv_types();
         kv_types.check(config.key_length, config.value_length)?;
         let kv_bytes = KvCache::reserved_bytes(
@@ -180,6 +189,10 @@ impl Model {
             .batch_sessions
             .min(ArenaCapacity::DEFAULT_BATCH_TOKENS);
         capacity.max_batch_tokens = capacity.max_batch_tokens.max(sessions);
+        // An encoder's input runs in one step (every token attends to every other).
+        if encoder {
+            capacity.max_batch_tokens = capacity.max_batch_tokens.max(context_length);
+        }
         capacity.max_logit_rows = capacity.max_logit_rows.max(sessions);
         let arena_bytes = StepArena::bytes_for(&config, &capacity);
         check_memory(file.file_size(), kv_bytes as u64, arena_bytes as u64)?;

@@ -160,6 +160,23 @@ impl<'a> Outputs<'a> {
         })
     }
 
+    /// Layer norm of `x` by weight `w` and bias `b`.
+    pub(crate) fn layer_norm(
+        &mut self,
+        slot: Slot,
+        x: &Var,
+        w: &Var,
+        b: &Var,
+        eps: f64,
+    ) -> Result<Var> {
+        if tracking(&[x, w, b]) {
+            return Ok(self.ag.layer_norm(x, w, Some(b), eps)?);
+        }
+        self.write(slot, x.dims(), x.dtype(), |ctx, out| {
+            ctx.layer_norm_into(x.tensor(), w.tensor(), Some(b.tensor()), eps, out)
+        })
+    }
+
     /// `x · wᵀ (+ b)`.
     pub(crate) fn linear(&mut self, slot: Slot, x: &Var, w: &Var, b: Option<&Var>) -> Result<Var> {
         let tracked = match b {

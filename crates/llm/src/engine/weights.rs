@@ -6,7 +6,9 @@ use tempra_tensor::{ExecContext, Tensor};
 use crate::error::{LlmError, Result};
 use crate::model_config::{ModelConfig, QkNormWidth, RopeScalingKind};
 use crate::model_file::ModelFile;
-use crate::tensor_names::{BlockTensor, GlobalTensor, block_bias, block_weight, global_weight};
+use crate::tensor_names::{
+    BlockTensor, GlobalTensor, block_bias, block_weight, global_bias, global_weight,
+};
 
 /// The weights of one transformer block. Optional tensors are present only for the
 /// architectures that have them (biases: qwen2; q/k norms: qwen3, gemma3, olmo2;
@@ -41,8 +43,8 @@ pub struct LayerWeights {
     pub post_attn_norm: Option<Var>,
     /// Pre-FFN norm (absent where the architecture has no pre-norms).
     pub ffn_norm: Option<Var>,
-    /// FFN gate `[F, D]`.
-    pub gate: Var,
+    /// FFN gate `[F, D]` (absent in an encoder, whose FFN is ungated).
+    pub gate: Option<Var>,
     /// FFN up `[F, D]`.
     pub up: Var,
     /// FFN down `[D, F]`.
@@ -56,8 +58,8 @@ pub struct LayerWeights {
 pub struct ModelWeights {
     /// Token embedding `[V, D]`.
     pub token_embd: Var,
-    /// Final norm.
-    pub output_norm: Var,
+    /// Final norm (absent in an encoder).
+    pub output_norm: Option<Var>,
     /// Output head `[V, D]`; `None` when tied to the token embedding.
     pub output: Option<Var>,
     /// The per-pair rope frequency factors `[rotary_dims/2]` the forward applies:
@@ -70,6 +72,104 @@ pub struct ModelWeights {
     pub rope_factors_short: Option<Tensor>,
     /// The blocks.
     pub layers: Vec<LayerWeights>,
+    /// An encoder's own tensors (BERT).
+    pub encoder: Option<EncoderWeights>,
+}
+
+/// The tensors of an encoder (BERT) beyond [`ModelWeights`]' common ones: learned
+/// positions, token types, the embeddings' layer norm, and per block the output and FFN
+/// biases and the two layer norms after the residual adds.
+#[derive(Clone, Debug)]
+pub struct EncoderWeights {
+    /// Position embeddings `[context, D]`.
+    pub position_embd: Var,
+    /// Token-type embeddings `[types, D]` (every token is type 0).
+    pub token_types: Var,
+    /// The embeddings' layer norm: weight and bias `[D]`.
+    pub embd_norm: (Var, Var),
+    /// Per block.
+    pub layers: Vec<EncoderLayerWeights>,
+}
+
+/// One encoder block's tensors beyond [`LayerWeights`]' (whose `gate` it does not have).
+#[derive(Clone, Debug)]
+pub struct EncoderLayerWeights {
+    /// Attention output bias `[D]`.
+    pub bo: Var,
+    /// FFN up bias `[F]`.
+    pub up_bias: Var,
+    /// FFN down bias `[D]`.
+    pub down_bias: Var,
+    /// Layer norm after the attention's residual add: weight and bias `[D]`.
+    pub attn_out_norm: (Var, Var),
+    /// Layer norm after the FFN's residual add: weight and bias `[D]`.
+    pub layer_out_norm: (Var, Var),
+}
+
+impl EncoderWeights {
+    /// Every tensor, in a fixed order.
+    fn vars_mut(&mut self) -> Vec<&mut Var> {
+        let mut vars = vec![
+            &mut self.position_embd,
+            &mut self.token_types,
+            &mut self.embd_norm.0,
+            &mut self.embd_norm.1,
+        ];
+        for l in &mut self.layers {
+            vars.extend([
+                &mut l.bo,
+                &mut l.up_bias,
+                &mut l.down_bias,
+                &mut l.attn_out_norm.0,
+                &mut l.attn_out_norm.1,
+                &mut l.layer_out_norm.0,
+                &mut l.layer_out_norm.1,
+            ]);
+        }
+        vars
+    }
+
+    /// Reads an encoder's tensors from `file`.
+    fn from_file(file: &ModelFile, config: &ModelConfig) -> Result<EncoderWeights> {
+        let d = config.embedding_length;
+        let f = config.feed_forward_length;
+        let get = |name: String, dims: &[usize]| -> Result<Var> {
+            checked(file, name, dims).map(Var::constant)
+        };
+        let types_name = global_weight(GlobalTensor::TokenTypes);
+        let types = file
+            .tensor(&types_name)?
+            .dims()
+            .first()
+            .copied()
+            .unwrap_or(0);
+        let norm =
+            |w: String, b: String| -> Result<(Var, Var)> { Ok((get(w, &[d])?, get(b, &[d])?)) };
+        let layers = (0..config.block_count)
+            .map(|l| {
+                let block_norm = |t| norm(block_weight(l, t), block_bias(l, t));
+                Ok(EncoderLayerWeights {
+                    bo: get(block_bias(l, BlockTensor::AttnOutput), &[d])?,
+                    up_bias: get(block_bias(l, BlockTensor::FfnUp), &[f])?,
+                    down_bias: get(block_bias(l, BlockTensor::FfnDown), &[d])?,
+                    attn_out_norm: block_norm(BlockTensor::AttnOutputNorm)?,
+                    layer_out_norm: block_norm(BlockTensor::LayerOutputNorm)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(EncoderWeights {
+            position_embd: get(
+                global_weight(GlobalTensor::PositionEmbd),
+                &[config.context_length, d],
+            )?,
+            token_types: get(types_name, &[types.max(1), d])?,
+            embd_norm: norm(
+                global_weight(GlobalTensor::TokenEmbdNorm),
+                global_bias(GlobalTensor::TokenEmbdNorm),
+            )?,
+            layers,
+        })
+    }
 }
 
 impl ModelWeights {
@@ -103,7 +203,7 @@ impl ModelWeights {
             }
         };
         let post_norm = |l: usize, t: BlockTensor| -> Result<Option<Var>> {
-            if description.pre_norms {
+            if description.pre_norms || description.encoder {
                 opt(block_weight(l, t), &[d])
             } else {
                 get(block_weight(l, t), &[d]).map(Some)
@@ -128,15 +228,17 @@ impl ModelWeights {
                     get(w(BlockTensor::AttnV), &[hkv * dv, d])?,
                 )
             };
-            let (gate, up) = if file.has_tensor(&w(BlockTensor::FfnGate)) {
+            let (gate, up) = if description.encoder {
+                (None, get(w(BlockTensor::FfnUp), &[f, d])?)
+            } else if file.has_tensor(&w(BlockTensor::FfnGate)) {
                 (
-                    get(w(BlockTensor::FfnGate), &[f, d])?,
+                    Some(get(w(BlockTensor::FfnGate), &[f, d])?),
                     get(w(BlockTensor::FfnUp), &[f, d])?,
                 )
             } else {
                 let gate_up = get(w(BlockTensor::FfnUp), &[2 * f, d])?;
                 let [gate, up] = split_rows(&gate_up, [f, f])?;
-                (gate, up)
+                (Some(gate), up)
             };
             layers.push(LayerWeights {
                 attn_norm: when(pre, w(BlockTensor::AttnNorm), &[d])?,
@@ -191,12 +293,21 @@ impl ModelWeights {
         }
         let mut weights = ModelWeights {
             token_embd: get(global_weight(GlobalTensor::TokenEmbd), &[vocab, d])?,
-            output_norm: get(global_weight(GlobalTensor::OutputNorm), &[d])?,
+            output_norm: when(
+                !description.encoder,
+                global_weight(GlobalTensor::OutputNorm),
+                &[d],
+            )?,
             output: opt(global_weight(GlobalTensor::Output), &[vocab, d])?,
             rope_freqs,
             rope_factors_long,
             rope_factors_short,
             layers,
+            encoder: if description.encoder {
+                Some(EncoderWeights::from_file(file, config)?)
+            } else {
+                None
+            },
         };
         weights.select_rope_factors(config.context_length, config);
         Ok(weights)
@@ -239,7 +350,7 @@ impl ModelWeights {
                 k_norm: opt(&l.k_norm, &mut f)?,
                 post_attn_norm: opt(&l.post_attn_norm, &mut f)?,
                 ffn_norm: opt(&l.ffn_norm, &mut f)?,
-                gate: f(&l.gate)?,
+                gate: opt(&l.gate, &mut f)?,
                 up: f(&l.up)?,
                 down: f(&l.down)?,
                 post_ffn_norm: opt(&l.post_ffn_norm, &mut f)?,
@@ -247,12 +358,22 @@ impl ModelWeights {
         }
         Ok(ModelWeights {
             token_embd: f(&self.token_embd)?,
-            output_norm: f(&self.output_norm)?,
+            output_norm: opt(&self.output_norm, &mut f)?,
             output: opt(&self.output, &mut f)?,
             rope_freqs: self.rope_freqs.clone(),
             rope_factors_long: self.rope_factors_long.clone(),
             rope_factors_short: self.rope_factors_short.clone(),
             layers,
+            encoder: match &self.encoder {
+                Some(e) => {
+                    let mut e = e.clone();
+                    for v in e.vars_mut() {
+                        *v = f(v)?;
+                    }
+                    Some(e)
+                }
+                None => None,
+            },
         })
     }
 
@@ -291,7 +412,10 @@ impl ModelWeights {
             {
                 f(v);
             }
-            for v in [gate, up, down] {
+            if let Some(v) = gate {
+                f(v);
+            }
+            for v in [up, down] {
                 f(v);
             }
             if let Some(v) = post_ffn_norm {
@@ -299,9 +423,16 @@ impl ModelWeights {
             }
         }
         f(&mut self.token_embd);
-        f(&mut self.output_norm);
+        if let Some(v) = &mut self.output_norm {
+            f(v);
+        }
         if let Some(v) = &mut self.output {
             f(v);
+        }
+        if let Some(e) = &mut self.encoder {
+            for v in e.vars_mut() {
+                f(v);
+            }
         }
     }
 
@@ -336,7 +467,7 @@ impl ModelWeights {
                 wk: prepare(&l.wk)?,
                 wv: prepare(&l.wv)?,
                 wo: prepare(&l.wo)?,
-                gate: prepare(&l.gate)?,
+                gate: l.gate.as_ref().map(&mut prepare).transpose()?,
                 up: prepare(&l.up)?,
                 down: prepare(&l.down)?,
                 ..l.clone()
@@ -362,15 +493,23 @@ impl ModelWeights {
         let mut total = 0;
         let mut add = |v: &Var| total += own_bytes(v.tensor());
         add(&self.token_embd);
-        add(&self.output_norm);
+        if let Some(o) = &self.output_norm {
+            add(o);
+        }
         if let Some(o) = &self.output {
             add(o);
         }
+        if let Some(e) = &self.encoder {
+            for v in e.clone().vars_mut() {
+                add(v);
+            }
+        }
         for l in &self.layers {
-            for v in [&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down] {
+            for v in [&l.wq, &l.wk, &l.wv, &l.wo, &l.up, &l.down] {
                 add(v);
             }
             for v in [
+                &l.gate,
                 &l.attn_norm,
                 &l.ffn_norm,
                 &l.bq,

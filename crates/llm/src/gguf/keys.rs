@@ -58,6 +58,8 @@ pub const KEY_LENGTH: &str = "attention.key_length";
 pub const VALUE_LENGTH: &str = "attention.value_length";
 /// `{arch}.attention.layer_norm_rms_epsilon`.
 pub const RMS_EPS: &str = "attention.layer_norm_rms_epsilon";
+/// `{arch}.attention.layer_norm_epsilon`: the layer-norm epsilon (BERT).
+pub const LAYER_NORM_EPS: &str = "attention.layer_norm_epsilon";
 /// `{arch}.attention.sliding_window`.
 pub const SLIDING_WINDOW: &str = "attention.sliding_window";
 /// `{arch}.attention.sliding_window_pattern`.

@@ -333,6 +333,15 @@ async fn generate(
         output,
         echo,
     } = prepared?;
+    if app.model.config().arch.description().encoder {
+        return Err(ApiError::invalid(
+            None,
+            format!(
+                "this model ({}) is an encoder: it makes embeddings (/v1/embeddings), not text",
+                app.model.config().arch
+            ),
+        ));
+    }
     let context = app.model.context_length();
     let field = |i: usize| match endpoint {
         Endpoint::Chat => "messages".to_owned(),

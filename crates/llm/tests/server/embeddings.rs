@@ -166,3 +166,48 @@ fn bad_embedding_requests_name_the_input() -> anyhow::Result<()> {
     assert_eq!(reply.status, 200, "{}", reply.body);
     Ok(())
 }
+
+#[test]
+fn a_bert_model_serves_embeddings_and_refuses_generation() -> anyhow::Result<()> {
+    use std::path::Path;
+    use std::sync::Arc;
+    use tempra_llm::engine::{LoadOptions, Model};
+
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/bert");
+    let golden: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("bert.json"))?)?;
+    let model: Arc<Model> = Model::load(
+        dir.join("bert.gguf"),
+        &LoadOptions {
+            threads: Some(1),
+            kv_type: tempra_tensor::DType::F32,
+            ..LoadOptions::default()
+        },
+    )?;
+    // The file's pooling (mean), unit length: transformers' mean pooling normalised.
+    let server = start(model, |_| {})?;
+    let case = &golden["cases"][1];
+    let reply = post(
+        server.addr,
+        "/v1/embeddings",
+        &json!({"input": case["text"]}),
+    )?;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let got = vectors(&reply.json()?).remove(0);
+    let mean: Vec<f64> = case["mean"]
+        .as_array()
+        .expect("mean")
+        .iter()
+        .filter_map(Value::as_f64)
+        .collect();
+    let norm = mean.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let worst = got
+        .iter()
+        .zip(&mean)
+        .map(|(g, m)| (f64::from(*g) - m / norm).abs())
+        .fold(0.0, f64::max);
+    assert!(worst <= 1e-4, "{worst}");
+    let reply = post(server.addr, "/v1/completions", &json!({"prompt": "hello"}))?;
+    assert_eq!(reply.status, 400, "{}", reply.body);
+    assert!(reply.body.contains("encoder"), "{}", reply.body);
+    Ok(())
+}

@@ -84,6 +84,30 @@ impl ExecContext {
         b: Option<&Tensor>,
         eps: f64,
     ) -> Result<Tensor> {
+        fresh("layer_norm", self.layer_norm_to(x, w, b, eps, Dest::Pool))
+    }
+
+    /// [`Self::layer_norm`] into `out` (`x`'s shape and dtype; see the output rule of
+    /// [`crate::Backend`]).
+    pub fn layer_norm_into(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        b: Option<&Tensor>,
+        eps: f64,
+        out: &mut Tensor,
+    ) -> Result<()> {
+        self.layer_norm_to(x, w, b, eps, Dest::Into(out)).map(drop)
+    }
+
+    fn layer_norm_to(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        b: Option<&Tensor>,
+        eps: f64,
+        dest: Dest<'_>,
+    ) -> Result<Option<Tensor>> {
         const OP: &str = "layer_norm";
         expect_dtype(OP, x, COMPUTE_FLOATS, "f32 or f64")?;
         check_norm_param(OP, x, w)?;
@@ -91,9 +115,13 @@ impl ExecContext {
             check_norm_param(OP, x, b)?;
         }
         check_eps(OP, eps)?;
-        let mut out = self.alloc(OP, *x.shape(), x.dtype())?;
-        self.backend.layer_norm(x, w, b, eps, &mut out)?;
-        Ok(out)
+        let inputs: &[&Tensor] = match b {
+            Some(b) => &[x, w, b],
+            None => &[x, w],
+        };
+        self.run_op(OP, *x.shape(), x.dtype(), dest, inputs, |be, out| {
+            be.layer_norm(x, w, b, eps, out)
+        })
     }
 
     /// Rotary position embedding of `x [.., T, H, D]` at U32 `positions [T]`.
