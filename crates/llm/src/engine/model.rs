@@ -44,7 +44,7 @@ pub struct LoadOptions {
     /// Context length of each session (default: the model's, capped at 4096).
     pub context_length: Option<usize>,
     /// KV cache dtype of keys and values (see [`KvTypes`]): F16 (default), F32, or a
-    /// block format (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1).
+    /// block format (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1). An encoder's cache is always F32.
     pub kv_type: DType,
     /// The keys' dtype where it differs from `kv_type`.
     pub kv_type_k: Option<DType>,
@@ -170,7 +170,13 @@ impl Model {
                 ),
             });
         }
-        let kv_types = options.kv_types();
+        // An encoder's keys and values live for one step: rounding them would only cost
+        // accuracy, so its cache is f32 whatever the options say.
+        let kv_types = if encoder {
+            KvTypes::same(DType::F32)
+        } else {
+            options.kv_types()
+        };
         kv_types.check(config.key_length, config.value_length)?;
         let kv_bytes = KvCache::reserved_bytes(
             config.block_count,

@@ -179,7 +179,6 @@ fn a_bert_model_serves_embeddings_and_refuses_generation() -> anyhow::Result<()>
         dir.join("bert.gguf"),
         &LoadOptions {
             threads: Some(1),
-            kv_type: tempra_tensor::DType::F32,
             ..LoadOptions::default()
         },
     )?;
