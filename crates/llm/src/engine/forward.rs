@@ -244,17 +244,7 @@ fn encoder_forward(
             causal: false,
             ..attention_params(config, l, start)
         };
-        let attn = match cache.as_deref_mut() {
-            Some(cache) => {
-                cache.write(out.ctx(), l, k.tensor(), v.tensor())?;
-                drop((k, v));
-                let (keys, values) = cache.view(l, t)?;
-                let (keys, values) = (Var::constant(keys), Var::constant(values));
-                out.attention(Slot::Attention, &q, &keys, &values, &params)?
-            }
-            None => out.attention(Slot::Attention, &q, &k, &v, &params)?,
-        };
-        drop(q);
+        let attn = attend(out, l, (q, k, v), &params, cache.as_deref_mut())?;
         let attn = attn.reshape(&[t, config.head_count * config.value_length])?;
         let projected = out.linear(Slot::AttentionOut, &attn, &layer.wo, Some(&extra.bo))?;
         drop(attn);
@@ -337,20 +327,31 @@ fn attention_block(
     start: usize,
     cache: Option<&mut KvCache>,
 ) -> Result<Var> {
-    let t = x.dims()[0];
-    let (q, k, v) = project_qkv(out, config, weights, layer, l, x, positions)?;
+    let qkv = project_qkv(out, config, weights, layer, l, x, positions)?;
     let params = attention_params(config, l, start);
-    let attn = match cache {
-        Some(cache) => {
-            cache.write(out.ctx(), l, k.tensor(), v.tensor())?;
-            drop((k, v));
-            let (keys, values) = cache.view(l, t)?;
-            let (keys, values) = (Var::constant(keys), Var::constant(values));
-            out.attention(Slot::Attention, &q, &keys, &values, &params)?
-        }
-        None => out.attention(Slot::Attention, &q, &k, &v, &params)?,
-    };
+    let attn = attend(out, l, qkv, &params, cache)?;
     attention_output(out, config, layer, attn)
+}
+
+/// Layer `l`'s attention of `q` over `k` and `v` (`[T, H, D]` each): with a cache, the
+/// new keys and values are written into it and the queries read the cached view of
+/// every position so far.
+fn attend(
+    out: &mut Outputs<'_>,
+    l: usize,
+    (q, k, v): (Var, Var, Var),
+    params: &AttentionParams,
+    cache: Option<&mut KvCache>,
+) -> Result<Var> {
+    let Some(cache) = cache else {
+        return out.attention(Slot::Attention, &q, &k, &v, params);
+    };
+    let t = q.dims()[0];
+    cache.write(out.ctx(), l, k.tensor(), v.tensor())?;
+    drop((k, v));
+    let (keys, values) = cache.view(l, t)?;
+    let (keys, values) = (Var::constant(keys), Var::constant(values));
+    out.attention(Slot::Attention, &q, &keys, &values, params)
 }
 
 /// Optional pre-norm, q/k/v projections, optional q/k norms and rope (on the layers that

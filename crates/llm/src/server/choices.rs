@@ -68,6 +68,24 @@ struct Choice {
     ended: Option<Ended>,
 }
 
+impl Choice {
+    /// Chat chunks of choice `index` for a reply parser's `deltas`, the log-probabilities
+    /// waiting so far on the first.
+    fn send_deltas(
+        &mut self,
+        head: &ResponseHead,
+        index: usize,
+        deltas: Vec<Value>,
+        chunks: &mut Vec<Value>,
+    ) {
+        for delta in deltas {
+            let logprobs = take_logprobs(&mut self.writer);
+            chunks.push(head.delta_chunk(index, delta, self.first, None, logprobs));
+            self.first = false;
+        }
+    }
+}
+
 /// What one event made of a stream.
 #[derive(Debug, Default)]
 pub(crate) struct StreamStep {
@@ -256,17 +274,8 @@ impl Choices {
                 }
                 match choice.reply.as_mut() {
                     Some(reply) => {
-                        for delta in reply.push(&text) {
-                            let logprobs = take_logprobs(&mut choice.writer);
-                            step.chunks.push(self.head.delta_chunk(
-                                index,
-                                delta,
-                                choice.first,
-                                None,
-                                logprobs,
-                            ));
-                            choice.first = false;
-                        }
+                        let deltas = reply.push(&text);
+                        choice.send_deltas(&self.head, index, deltas, &mut step.chunks);
                     }
                     None => {
                         let logprobs = take_logprobs(&mut choice.writer);
@@ -291,17 +300,7 @@ impl Choices {
                 if let Some(reply) = choice.reply.as_mut() {
                     let (deltas, parsed) = reply.finish();
                     called = !parsed.calls.is_empty();
-                    for delta in deltas {
-                        let logprobs = take_logprobs(&mut choice.writer);
-                        step.chunks.push(self.head.delta_chunk(
-                            index,
-                            delta,
-                            choice.first,
-                            None,
-                            logprobs,
-                        ));
-                        choice.first = false;
-                    }
+                    choice.send_deltas(&self.head, index, deltas, &mut step.chunks);
                 }
                 let finish = finish_reason(reason, called);
                 let text = if chat { None } else { Some("") };

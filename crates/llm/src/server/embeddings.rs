@@ -15,10 +15,10 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc::unbounded_channel;
 
 use crate::engine::SamplerConfig;
-use crate::server::admission::{ChoiceSender, Job, JobEvent, Rejected};
+use crate::server::admission::{ChoiceSender, Job, JobEvent};
 use crate::server::api_keys::Caller;
 use crate::server::errors::ApiError;
-use crate::server::routes::parse_body;
+use crate::server::routes::{answer, enqueue, parse_body};
 use crate::server::state::AppState;
 use crate::tokenizer::TokenizeOptions;
 
@@ -59,19 +59,8 @@ pub(crate) async fn embeddings(
     app.metrics
         .embedding_requests
         .fetch_add(1, Ordering::Relaxed);
-    match embed(&app, caller, body).await {
-        Ok(response) => response,
-        Err(e) => {
-            if e.status == StatusCode::TOO_MANY_REQUESTS {
-                app.metrics
-                    .rejected_requests
-                    .fetch_add(1, Ordering::Relaxed);
-            } else if e.status.is_client_error() {
-                app.metrics.invalid_requests.fetch_add(1, Ordering::Relaxed);
-            }
-            e.into_response()
-        }
-    }
+    let result = embed(&app, caller, body).await;
+    answer(&app, result)
 }
 
 async fn embed(
@@ -122,17 +111,7 @@ async fn embed(
         .collect();
     drop(events);
     let count = groups.len();
-    let permit = app.key_limits.acquire(caller)?;
-    let place = app.admission.submit(groups).map_err(|rejected| match rejected {
-        Rejected::Full { slots, queue } => ApiError::rate_limited(format!(
-            "the server is busy: all {slots} slots are busy and the queue of {queue} is full; retry later"
-        )),
-        Rejected::Closed => ApiError::server(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the server is shutting down",
-        ),
-    })?;
-    let hold = (place, permit);
+    let hold = enqueue(app, caller, groups)?;
     let mut vectors: Vec<Option<Vec<f32>>> = vec![None; count];
     let (mut done, mut tokens) = (0, 0);
     while done < count {

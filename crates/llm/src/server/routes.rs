@@ -14,8 +14,8 @@ use axum::{Extension, Json, Router};
 use tokio::sync::mpsc::unbounded_channel;
 
 use crate::chat::{RenderedPrompt, TemplateInputs};
-use crate::server::admission::{ChoiceSender, Job, Rejected};
-use crate::server::api_keys::Caller;
+use crate::server::admission::{ChoiceSender, Group, Job, QueuePlace, Rejected};
+use crate::server::api_keys::{Caller, KeyPermit};
 use crate::server::choices::{Choices, ChoicesPlan, Echo};
 use crate::server::embeddings::embeddings;
 use crate::server::errors::ApiError;
@@ -304,10 +304,16 @@ async fn respond(
     endpoint: Endpoint,
     prepared: Prepared,
 ) -> Response {
-    match generate(&app, caller, endpoint, prepared).await {
+    let result = generate(&app, caller, endpoint, prepared).await;
+    answer(&app, result)
+}
+
+/// A handler's response, or its refusal counted (429 as rejected, another 4xx as
+/// invalid; engine failures are counted by the engine thread).
+pub(crate) fn answer(app: &AppState, result: Result<Response, ApiError>) -> Response {
+    match result {
         Ok(response) => response,
         Err(e) => {
-            // Engine failures are counted by the engine thread.
             if e.status == StatusCode::TOO_MANY_REQUESTS {
                 app.metrics
                     .rejected_requests
@@ -318,6 +324,27 @@ async fn respond(
             e.into_response()
         }
     }
+}
+
+/// Queues `groups` for `caller`, or the refusal: the key's share and the queue place
+/// are held until the response ends or the client leaves (dropping the place takes the
+/// jobs that still wait out of the queue, dropping the permit frees the key's share).
+pub(crate) fn enqueue(
+    app: &AppState,
+    caller: Caller,
+    groups: Vec<Group>,
+) -> Result<(QueuePlace, Option<KeyPermit>), ApiError> {
+    let permit = app.key_limits.acquire(caller)?;
+    let place = app.admission.submit(groups).map_err(|rejected| match rejected {
+        Rejected::Full { slots, queue } => ApiError::rate_limited(format!(
+            "the server is busy: all {slots} slots are busy and the queue of {queue} is full; retry later"
+        )),
+        Rejected::Closed => ApiError::server(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the server is shutting down",
+        ),
+    })?;
+    Ok((place, permit))
 }
 
 async fn generate(
@@ -434,19 +461,7 @@ async fn generate(
         groups.push(group);
     }
     drop(events);
-    // Held until the response ends or the client leaves: dropping the place takes the
-    // jobs that still wait out of the queue, dropping the permit frees the key's share.
-    let permit = app.key_limits.acquire(caller)?;
-    let place = app.admission.submit(groups).map_err(|rejected| match rejected {
-        Rejected::Full { slots, queue } => ApiError::rate_limited(format!(
-            "the server is busy: all {slots} slots are busy and the queue of {queue} is full; retry later"
-        )),
-        Rejected::Closed => ApiError::server(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the server is shutting down",
-        ),
-    })?;
-    let hold = (place, permit);
+    let hold = enqueue(app, caller, groups)?;
     let head = ResponseHead {
         endpoint,
         id: app.response_id(match endpoint {
