@@ -485,7 +485,6 @@ fn causal_attention_gqa_window_softcap_offset() {
         (
             "window",
             AttentionParams {
-                causal: true,
                 window: Some(2),
                 ..AttentionParams::causal(d, 0)
             },
@@ -495,7 +494,6 @@ fn causal_attention_gqa_window_softcap_offset() {
         (
             "softcap",
             AttentionParams {
-                causal: true,
                 softcap: Some(2.0),
                 ..AttentionParams::causal(d, 0)
             },

@@ -26,7 +26,6 @@ struct Case {
 impl Case {
     fn params(&self) -> AttentionParams {
         AttentionParams {
-            causal: true,
             window: self.window,
             softcap: self.softcap,
             ..AttentionParams::causal(self.d, self.q_start)

@@ -53,7 +53,6 @@ fn grads(ctx: &ExecContext, c: &Case, which: usize) -> Result<Tensor> {
     let v = randn(ctx, &dims(c.tk, c.hkv), DType::F32, 3);
     let g = randn(ctx, &dims(c.tq, c.hq), DType::F32, 4);
     let params = AttentionParams {
-        causal: true,
         window: c.window,
         softcap: c.softcap,
         ..AttentionParams::causal(c.d, c.q_start)

@@ -162,7 +162,6 @@ fn attention_queries_are_the_same_bits_alone_in_chunks_and_in_one_call() {
         };
         let (k, v) = (kv(22), kv(23));
         let params = |q_start| AttentionParams {
-            causal: true,
             window: heads.window,
             softcap: heads.softcap,
             ..AttentionParams::causal(heads.d, q_start)

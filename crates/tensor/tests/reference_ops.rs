@@ -1242,12 +1242,10 @@ fn errors_bad_arguments() -> Res<()> {
     let base = AttentionParams::causal(4, 0);
     let bad = [
         AttentionParams {
-            causal: true,
             window: Some(0),
             ..base
         },
         AttentionParams {
-            causal: true,
             scale: f32::NAN,
             ..base
         },
@@ -1264,7 +1262,6 @@ fn errors_bad_arguments() -> Res<()> {
     }
     for cap in [0.0, -1.0, f32::INFINITY] {
         let params = AttentionParams {
-            causal: true,
             softcap: Some(cap),
             ..base
         };

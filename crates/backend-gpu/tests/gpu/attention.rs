@@ -19,7 +19,6 @@ fn attention_gqa_window_softcap() -> anyhow::Result<()> {
         (
             "window 3",
             AttentionParams {
-                causal: true,
                 window: Some(3),
                 ..base
             },
@@ -27,7 +26,6 @@ fn attention_gqa_window_softcap() -> anyhow::Result<()> {
         (
             "softcap",
             AttentionParams {
-                causal: true,
                 softcap: Some(2.0),
                 scale: 1.0,
                 ..base
@@ -36,7 +34,6 @@ fn attention_gqa_window_softcap() -> anyhow::Result<()> {
         (
             "window 1",
             AttentionParams {
-                causal: true,
                 window: Some(1),
                 ..base
             },
@@ -76,7 +73,6 @@ fn attention_decode_over_a_cache_view() -> anyhow::Result<()> {
     let (qg, qr) = randn_pair(&g, &r, &[2, hq, d], DType::F32, 132)?;
     for window in [None, Some(10), Some(66)] {
         let params = AttentionParams {
-            causal: true,
             window,
             ..AttentionParams::causal(d, 68)
         };
@@ -99,7 +95,6 @@ fn attention_decode_over_a_cache_view() -> anyhow::Result<()> {
     )?;
     // Queries past every key of a window: zeros.
     let params = AttentionParams {
-        causal: true,
         window: Some(2),
         ..AttentionParams::causal(d, 80)
     };

@@ -2,7 +2,7 @@
 //! caches (keys and values in one format or two), a sliding window, a logit soft-cap,
 //! keys read through a narrowed cache view, large head dims; bidirectional (encoders).
 
-use tempra_tensor::{AttentionParams, DType};
+use tempra_tensor::{AttentionParams, DType, Tensor};
 
 use crate::budget::Precision;
 use crate::case::{Case, Inputs};
@@ -164,18 +164,11 @@ pub(super) fn push(cases: &mut Vec<Case>) -> Result<()> {
         let k = inputs.normal_as(&[tk, hkv, d], kv)?;
         let v = inputs.normal_as(&[tk, hkv, d], kv)?;
         let params = AttentionParams {
-            causal: true,
             window,
             softcap,
             ..AttentionParams::causal(d, q_start)
         };
-        cases.push(Case::new(
-            "attention",
-            label,
-            Precision::Accumulated,
-            vec![q, k, v],
-            move |c, i| Ok(vec![c.attention(&i[0], &i[1], &i[2], &params)?]),
-        ));
+        cases.push(whole(label, [q, k, v], params));
     }
     // The engines' read of a session cache: the first `tk` rows of a longer buffer.
     let q = inputs.normal(&[2, 4, 16])?;
@@ -224,14 +217,7 @@ pub(super) fn push(cases: &mut Vec<Case>) -> Result<()> {
         let q = inputs.normal(&[t, hq, d])?;
         let k = inputs.normal(&[t, hkv, d])?;
         let v = inputs.normal(&[t, hkv, d])?;
-        let params = AttentionParams::bidirectional(d);
-        cases.push(Case::new(
-            "attention",
-            label,
-            Precision::Accumulated,
-            vec![q, k, v],
-            move |c, i| Ok(vec![c.attention(&i[0], &i[1], &i[2], &params)?]),
-        ));
+        cases.push(whole(label, [q, k, v], AttentionParams::bidirectional(d)));
     }
     // Batched sequences.
     let q = inputs.normal(&[2, 3, 2, 16])?;
@@ -252,4 +238,15 @@ pub(super) fn push(cases: &mut Vec<Case>) -> Result<()> {
         },
     ));
     Ok(())
+}
+
+/// The attention of whole `q`, `k`, `v` with `params`.
+fn whole(label: &'static str, [q, k, v]: [Tensor; 3], params: AttentionParams) -> Case {
+    Case::new(
+        "attention",
+        label,
+        Precision::Accumulated,
+        vec![q, k, v],
+        move |c, i| Ok(vec![c.attention(&i[0], &i[1], &i[2], &params)?]),
+    )
 }

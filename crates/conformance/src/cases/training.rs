@@ -60,7 +60,6 @@ pub(super) fn push(cases: &mut Vec<Case>) -> Result<()> {
             vec![q, k, v, grad],
             move |c, i| {
                 let params = AttentionParams {
-                    causal: true,
                     window,
                     ..AttentionParams::causal(16, 0)
                 };

@@ -182,18 +182,23 @@ pub(crate) fn output_logits(
     out.mul_scalar(Slot::LogitsScratch, &squashed, cap)
 }
 
-/// The final norm, or an error for an encoder (it has neither that norm nor an output
-/// head).
+/// The final norm, or [`no_logits`] for an encoder (it has neither that norm nor an
+/// output head).
 fn output_norm<'w>(config: &ModelConfig, weights: &'w ModelWeights) -> Result<&'w Var> {
     weights
         .output_norm
         .as_ref()
-        .ok_or_else(|| LlmError::Argument {
-            what: format!(
-                "{} is an encoder: it makes embeddings, not logits",
-                config.arch
-            ),
-        })
+        .ok_or_else(|| no_logits(config))
+}
+
+/// The error of asking an encoder for logits.
+fn no_logits(config: &ModelConfig) -> LlmError {
+    LlmError::Argument {
+        what: format!(
+            "{} is an encoder: it makes embeddings, not logits",
+            config.arch
+        ),
+    }
 }
 
 /// An encoder's forward (BERT): token, position and type-0 embeddings summed and
@@ -216,7 +221,7 @@ fn encoder_forward(
     rows: Option<LogitRows>,
 ) -> Result<Option<Var>> {
     if matches!(rows, Some(LogitRows::Last | LogitRows::All)) {
-        output_norm(config, weights)?;
+        return Err(no_logits(config));
     }
     let t = ids.elem_count();
     if start != 0 {

@@ -107,6 +107,28 @@ pub struct EncoderLayerWeights {
 }
 
 impl EncoderWeights {
+    /// Every tensor, in [`Self::vars_mut`]'s order.
+    fn vars(&self) -> Vec<&Var> {
+        let mut vars = vec![
+            &self.position_embd,
+            &self.token_types,
+            &self.embd_norm.0,
+            &self.embd_norm.1,
+        ];
+        for l in &self.layers {
+            vars.extend([
+                &l.bo,
+                &l.up_bias,
+                &l.down_bias,
+                &l.attn_out_norm.0,
+                &l.attn_out_norm.1,
+                &l.layer_out_norm.0,
+                &l.layer_out_norm.1,
+            ]);
+        }
+        vars
+    }
+
     /// Every tensor, in a fixed order.
     fn vars_mut(&mut self) -> Vec<&mut Var> {
         let mut vars = vec![
@@ -500,7 +522,7 @@ impl ModelWeights {
             add(o);
         }
         if let Some(e) = &self.encoder {
-            for v in e.clone().vars_mut() {
+            for v in e.vars() {
                 add(v);
             }
         }
