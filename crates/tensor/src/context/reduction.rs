@@ -1,6 +1,6 @@
 //! Reductions along a dim, argmax, softmax and log-softmax.
 
-use crate::context::{COMPUTE_FLOATS, ExecContext, expect_dtype};
+use crate::context::{COMPUTE_FLOATS, ExecContext, check_output, expect_dtype};
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
 use crate::op_kinds::ReduceOp;
@@ -40,6 +40,22 @@ impl ExecContext {
         let mut out = self.alloc(op.name(), shape, x.dtype())?;
         self.backend.reduce(op, x, dim, &mut out)?;
         finish(out, dim, keepdim)
+    }
+
+    /// [`Self::reduce`] with `keepdim` into `out` (`x`'s shape with `dim` of 1, x's
+    /// dtype; see the output rule of [`crate::Backend`]): a router's weight sums in a step
+    /// arena.
+    pub fn reduce_into(
+        &self,
+        op: ReduceOp,
+        x: &Tensor,
+        dim: usize,
+        out: &mut Tensor,
+    ) -> Result<()> {
+        expect_dtype(op.name(), x, COMPUTE_FLOATS, "f32 or f64")?;
+        let shape = reduced_shape(op.name(), x, dim)?;
+        check_output(op.name(), out, &shape, x.dtype(), &[x])?;
+        self.backend.reduce(op, x, dim, out)
     }
 
     /// Σ along `dim`.
@@ -82,22 +98,37 @@ impl ExecContext {
         self.softmax_impl("softmax", x, false)
     }
 
+    /// [`Self::softmax`] into `out` (x's shape and dtype; see the output rule of
+    /// [`crate::Backend`]).
+    pub fn softmax_into(&self, x: &Tensor, out: &mut Tensor) -> Result<()> {
+        const OP: &str = "softmax";
+        softmax_input(OP, x)?;
+        check_output(OP, out, x.shape(), x.dtype(), &[x])?;
+        self.backend.softmax(x, false, out)
+    }
+
     /// Log-softmax along the last dim.
     pub fn log_softmax(&self, x: &Tensor) -> Result<Tensor> {
         self.softmax_impl("log_softmax", x, true)
     }
 
     fn softmax_impl(&self, op: &'static str, x: &Tensor, log: bool) -> Result<Tensor> {
-        expect_dtype(op, x, COMPUTE_FLOATS, "f32 or f64")?;
-        if x.rank() == 0 || x.shape().last() == 0 {
-            return Err(TensorError::View {
-                op,
-                shape: *x.shape(),
-                reason: "needs a non-empty last dim",
-            });
-        }
+        softmax_input(op, x)?;
         let mut out = self.alloc(op, *x.shape(), x.dtype())?;
         self.backend.softmax(x, log, &mut out)?;
         Ok(out)
     }
+}
+
+/// Checks a softmax input: F32 or F64 with a non-empty last dim.
+fn softmax_input(op: &'static str, x: &Tensor) -> Result<()> {
+    expect_dtype(op, x, COMPUTE_FLOATS, "f32 or f64")?;
+    if x.rank() == 0 || x.shape().last() == 0 {
+        return Err(TensorError::View {
+            op,
+            shape: *x.shape(),
+            reason: "needs a non-empty last dim",
+        });
+    }
+    Ok(())
 }
