@@ -9,7 +9,7 @@ use tempra_tensor::{
 
 use crate::backend::GpuBackend;
 use crate::kernels::{
-    attention, copy, elementwise, embedding, linear, matmul, norm, reduce, rope, softmax,
+    attention, copy, elementwise, embedding, experts, linear, matmul, norm, reduce, rope, softmax,
 };
 use crate::storage::{DeviceBuffer, GpuStorage};
 
@@ -247,6 +247,12 @@ impl Backend for GpuBackend {
         bias: Option<&Tensor>,
         out: &mut Tensor,
     ) -> Result<()> {
+        let bias_ok = bias.is_none_or(|b| b.dtype() == DType::F32);
+        if all_f32(&[x, out]) && linear::supports(w.dtype()) && bias_ok && ids.dtype() == DType::U32
+        {
+            return experts::expert_linear(&self.ctx, x, w, ids, bias, out)
+                .map_err(|e| e.into_tensor_error("expert_linear"));
+        }
         match bias {
             Some(b) => self.on_host("expert_linear", &[x, w, ids, b], &mut [out], |r, i, o| {
                 r.expert_linear(&i[0], &i[1], &i[2], Some(&i[3]), &mut o[0])
@@ -258,6 +264,10 @@ impl Backend for GpuBackend {
     }
 
     fn top_k(&self, x: &Tensor, values: &mut Tensor, indices: &mut Tensor) -> Result<()> {
+        if all_f32(&[x, values]) && indices.dtype() == DType::U32 {
+            return experts::top_k(&self.ctx, x, values, indices)
+                .map_err(|e| e.into_tensor_error("top_k"));
+        }
         self.on_host("top_k", &[x], &mut [values, indices], |r, i, o| {
             let [values, indices] = o else {
                 return Err(TensorError::Argument {
@@ -277,6 +287,10 @@ impl Backend for GpuBackend {
     }
 
     fn weighted_sum(&self, x: &Tensor, weights: &Tensor, out: &mut Tensor) -> Result<()> {
+        if all_f32(&[x, weights, out]) {
+            return experts::weighted_sum(&self.ctx, x, weights, out)
+                .map_err(|e| e.into_tensor_error("weighted_sum"));
+        }
         self.on_host("weighted_sum", &[x, weights], &mut [out], |r, i, o| {
             r.weighted_sum(&i[0], &i[1], &mut o[0])
         })

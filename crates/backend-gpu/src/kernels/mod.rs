@@ -7,6 +7,7 @@ pub(crate) mod attention;
 pub(crate) mod copy;
 pub(crate) mod elementwise;
 pub(crate) mod embedding;
+pub(crate) mod experts;
 pub(crate) mod linear;
 pub(crate) mod matmul;
 pub(crate) mod norm;
