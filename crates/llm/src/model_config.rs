@@ -16,6 +16,12 @@ pub enum Arch {
     Qwen2,
     /// `qwen3`: Qwen3 (per-head q/k norms).
     Qwen3,
+    /// `qwen2moe`: Qwen1.5-MoE and Qwen2-MoE (routed experts without renormalised
+    /// weights, plus a shared expert with a sigmoid gate).
+    Qwen2Moe,
+    /// `qwen3moe`: Qwen3-MoE (Qwen3's attention, routed experts with renormalised
+    /// weights).
+    Qwen3Moe,
     /// `gemma2`: Gemma 2 (soft-capping, alternating sliding-window layers).
     Gemma2,
     /// `gemma3`: Gemma 3 (5 sliding-window layers per global layer, q/k norms).
@@ -37,10 +43,12 @@ pub enum Arch {
 
 impl Arch {
     /// Every supported architecture.
-    pub const ALL: [Arch; 10] = [
+    pub const ALL: [Arch; 12] = [
         Arch::Llama,
         Arch::Qwen2,
         Arch::Qwen3,
+        Arch::Qwen2Moe,
+        Arch::Qwen3Moe,
         Arch::Gemma2,
         Arch::Gemma3,
         Arch::Phi3,
@@ -56,6 +64,8 @@ impl Arch {
             Arch::Llama => "llama",
             Arch::Qwen2 => "qwen2",
             Arch::Qwen3 => "qwen3",
+            Arch::Qwen2Moe => "qwen2moe",
+            Arch::Qwen3Moe => "qwen3moe",
             Arch::Gemma2 => "gemma2",
             Arch::Gemma3 => "gemma3",
             Arch::Phi3 => "phi3",
@@ -103,6 +113,7 @@ impl Arch {
             qk_norm: QkNormWidth::PerHead,
             no_rope_layer_interval: None,
             encoder: false,
+            expert_weights_norm: true,
         };
         const GEMMA: ArchDescription = ArchDescription {
             rope_style: RopeStyle::Neox,
@@ -113,8 +124,13 @@ impl Arch {
         };
         match self {
             Arch::Llama => LLAMA,
-            Arch::Qwen2 | Arch::Qwen3 => ArchDescription {
+            Arch::Qwen2 | Arch::Qwen3 | Arch::Qwen3Moe => ArchDescription {
                 rope_style: RopeStyle::Neox,
+                ..LLAMA
+            },
+            Arch::Qwen2Moe => ArchDescription {
+                rope_style: RopeStyle::Neox,
+                expert_weights_norm: false,
                 ..LLAMA
             },
             Arch::Gemma2 => ArchDescription {
@@ -190,6 +206,44 @@ pub struct ArchDescription {
     /// the FFN is `activation(up)·down` with biases, and there is no output head: the
     /// model makes embeddings only. Its `default_rms_eps` is the layer-norm epsilon.
     pub encoder: bool,
+    /// Whether a mixture of experts divides each token's chosen routing weights by
+    /// their sum (Mixtral, Qwen3-MoE; not Qwen2-MoE), which llama.cpp fixes for the
+    /// architecture rather than reading it from the file.
+    pub expert_weights_norm: bool,
+}
+
+/// How a router turns its logits into routing weights.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExpertGating {
+    /// Softmax over every expert, then the top k (Mixtral, Qwen-MoE).
+    Softmax,
+    /// Each expert's sigmoid, then the top k.
+    Sigmoid,
+}
+
+/// A mixture of experts' hyperparameters: every block's FFN is `experts_used` of
+/// `expert_count` gated FFNs chosen per token by a router, plus a shared expert where
+/// the model has one.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MoeConfig {
+    /// Experts per block (`{arch}.expert_count`).
+    pub expert_count: usize,
+    /// Experts each token routes to (`{arch}.expert_used_count`).
+    pub experts_used: usize,
+    /// One expert's FFN width (`{arch}.expert_feed_forward_length`, else the
+    /// feed-forward length, as Mixtral's files say it).
+    pub expert_ffn_length: usize,
+    /// The shared expert's FFN width (`{arch}.expert_shared_feed_forward_length`), for
+    /// models that have one.
+    pub shared_ffn_length: Option<usize>,
+    /// The router's gating function (`{arch}.expert_gating_func`, softmax by default).
+    pub gating: ExpertGating,
+    /// Whether the chosen weights are divided by their sum (see
+    /// [`ArchDescription::expert_weights_norm`]).
+    pub normalize_weights: bool,
+    /// Multiplies the routing weights (`{arch}.expert_weights_scale` where it is neither
+    /// 0 nor 1).
+    pub weights_scale: Option<f32>,
 }
 
 /// What a q/k norm normalizes over.
@@ -331,8 +385,8 @@ pub struct ModelConfig {
     pub logit_scale: Option<f32>,
     /// Vocabulary size.
     pub vocab_size: usize,
-    /// Experts per MoE layer (0 for dense models).
-    pub expert_count: usize,
+    /// The mixture of experts, for models whose FFNs are routed experts.
+    pub moe: Option<MoeConfig>,
 }
 
 /// Caps that keep a config usable for sizing buffers: anything above is a damaged file.
@@ -443,7 +497,7 @@ impl ModelConfig {
                 check_range(keys::TOKENIZER_TOKENS, tokens.len(), MAX_VOCAB)?
             }
         };
-        let expert_count = md.opt_usize(&k(keys::EXPERT_COUNT))?.unwrap_or(0);
+        let moe = read_moe(md, arch, feed_forward_length)?;
 
         Ok(ModelConfig {
             arch,
@@ -466,7 +520,7 @@ impl ModelConfig {
             residual_scale,
             logit_scale,
             vocab_size,
-            expert_count,
+            moe,
         })
     }
 
@@ -668,6 +722,71 @@ fn read_rope(
     })
 }
 
+/// The most experts a block may have: more is a damaged file.
+const MAX_EXPERTS: usize = 1 << 12;
+
+/// A mixture of experts' hyperparameters, or `None` for a dense model (no
+/// `{arch}.expert_count`, or 0).
+fn read_moe(md: &Metadata, arch: Arch, feed_forward_length: usize) -> Result<Option<MoeConfig>> {
+    let k = |suffix: &str| keys::arch_key(arch.name(), suffix);
+    let expert_count = match md.opt_usize(&k(keys::EXPERT_COUNT))? {
+        None | Some(0) => return Ok(None),
+        Some(n) => check_range(&k(keys::EXPERT_COUNT), n, MAX_EXPERTS)?,
+    };
+    if arch.description().encoder {
+        return Err(invalid(
+            k(keys::EXPERT_COUNT),
+            format!("{arch} has no mixture-of-experts form"),
+        ));
+    }
+    let used_key = k(keys::EXPERT_USED_COUNT);
+    let experts_used = check_range(&used_key, md.get_usize(&used_key)?, MAX_EXPERTS)?;
+    if experts_used > expert_count {
+        return Err(invalid(
+            used_key,
+            format!("{experts_used} experts used of {expert_count}"),
+        ));
+    }
+    let width = |suffix: &str| -> Result<Option<usize>> {
+        let key = k(suffix);
+        md.opt_usize(&key)?
+            .map(|v| check_range(&key, v, MAX_WIDTH))
+            .transpose()
+    };
+    let expert_ffn_length = width(keys::EXPERT_FEED_FORWARD_LENGTH)?.unwrap_or(feed_forward_length);
+    let shared_ffn_length = width(keys::EXPERT_SHARED_FEED_FORWARD_LENGTH)?.filter(|&w| w > 0);
+    let gating = match md.opt_usize(&k(keys::EXPERT_GATING_FUNC))? {
+        None | Some(0) | Some(1) => ExpertGating::Softmax,
+        Some(2) => ExpertGating::Sigmoid,
+        Some(other) => {
+            return Err(invalid(
+                k(keys::EXPERT_GATING_FUNC),
+                format!("gating function {other} (tempra knows 1 softmax and 2 sigmoid)"),
+            ));
+        }
+    };
+    let weights_scale = match md.opt_f64(&k(keys::EXPERT_WEIGHTS_SCALE))? {
+        None => None,
+        Some(s) if s == 0.0 || s == 1.0 => None,
+        Some(s) if s.is_finite() && s > 0.0 => Some(s as f32),
+        Some(s) => {
+            return Err(invalid(
+                k(keys::EXPERT_WEIGHTS_SCALE),
+                format!("{s} is not a valid scale"),
+            ));
+        }
+    };
+    Ok(Some(MoeConfig {
+        expert_count,
+        experts_used,
+        expert_ffn_length,
+        shared_ffn_length,
+        gating,
+        normalize_weights: arch.description().expert_weights_norm,
+        weights_scale,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -765,8 +884,8 @@ mod tests {
         );
         assert_eq!(
             e.to_string(),
-            "unsupported architecture `falcon` (supported: llama, qwen2, qwen3, gemma2, \
-             gemma3, phi3, granite, olmo2, smollm3, bert)"
+            "unsupported architecture `falcon` (supported: llama, qwen2, qwen3, qwen2moe, \
+             qwen3moe, gemma2, gemma3, phi3, granite, olmo2, smollm3, bert)"
         );
 
         let mut md = base("qwen3");

@@ -61,6 +61,22 @@ pub enum BlockTensor {
     AttnOutputNorm,
     /// `layer_output_norm`: the layer norm after the FFN's residual add (BERT).
     LayerOutputNorm,
+    /// `ffn_gate_inp`: a mixture of experts' router `[experts, dim]`.
+    FfnGateInp,
+    /// `ffn_gate_exps`: the experts' stacked gate projections `[experts, ffn, dim]`.
+    FfnGateExps,
+    /// `ffn_up_exps`: the experts' stacked up projections `[experts, ffn, dim]`.
+    FfnUpExps,
+    /// `ffn_down_exps`: the experts' stacked down projections `[experts, dim, ffn]`.
+    FfnDownExps,
+    /// `ffn_gate_shexp`: the shared expert's gate projection (Qwen2-MoE).
+    FfnGateShexp,
+    /// `ffn_up_shexp`: the shared expert's up projection.
+    FfnUpShexp,
+    /// `ffn_down_shexp`: the shared expert's down projection.
+    FfnDownShexp,
+    /// `ffn_gate_inp_shexp`: the shared expert's sigmoid gate `[dim]`.
+    FfnGateInpShexp,
 }
 
 impl GlobalTensor {
@@ -95,7 +111,7 @@ impl GlobalTensor {
 
 impl BlockTensor {
     /// Every block tensor.
-    pub const ALL: [BlockTensor; 16] = [
+    pub const ALL: [BlockTensor; 24] = [
         BlockTensor::AttnNorm,
         BlockTensor::AttnQ,
         BlockTensor::AttnK,
@@ -112,6 +128,14 @@ impl BlockTensor {
         BlockTensor::PostFfwNorm,
         BlockTensor::AttnOutputNorm,
         BlockTensor::LayerOutputNorm,
+        BlockTensor::FfnGateInp,
+        BlockTensor::FfnGateExps,
+        BlockTensor::FfnUpExps,
+        BlockTensor::FfnDownExps,
+        BlockTensor::FfnGateShexp,
+        BlockTensor::FfnUpShexp,
+        BlockTensor::FfnDownShexp,
+        BlockTensor::FfnGateInpShexp,
     ];
 
     /// The name stem after `blk.N.` (`attn_q`).
@@ -133,6 +157,14 @@ impl BlockTensor {
             BlockTensor::PostFfwNorm => "post_ffw_norm",
             BlockTensor::AttnOutputNorm => "attn_output_norm",
             BlockTensor::LayerOutputNorm => "layer_output_norm",
+            BlockTensor::FfnGateInp => "ffn_gate_inp",
+            BlockTensor::FfnGateExps => "ffn_gate_exps",
+            BlockTensor::FfnUpExps => "ffn_up_exps",
+            BlockTensor::FfnDownExps => "ffn_down_exps",
+            BlockTensor::FfnGateShexp => "ffn_gate_shexp",
+            BlockTensor::FfnUpShexp => "ffn_up_shexp",
+            BlockTensor::FfnDownShexp => "ffn_down_shexp",
+            BlockTensor::FfnGateInpShexp => "ffn_gate_inp_shexp",
         }
     }
 }

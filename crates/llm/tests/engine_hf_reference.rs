@@ -4,7 +4,10 @@
 //! the same top-1 token at every position, for a whole-sequence prefill and for decoding
 //! one token at a time. The YaRN (`qwen3_yarn`) and LongRoPE (`phi3`) cases run to 4x
 //! their original context of 8; LongRoPE's short factors are checked within it, and the
-//! F32 files of the later architectures once more as Q8_0 files.
+//! F32 files of the later architectures once more as Q8_0 files. The mixtures of experts
+//! (`qwen3moe`, `qwen2moe`, `mixtral`) skip the positions where transformers' router
+//! has a near-tie (a top-k margin below 1e-3, listed in `references.json` and printed):
+//! there either choice is right, and the logits follow the choice.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -24,6 +27,12 @@ struct Case {
     logits: Vec<f32>,
     /// The same with keys and values rounded to f16 (what an f16 cache holds).
     logits_f16kv: Vec<f32>,
+    /// Positions where the reference's router has a near-tie in some layer (either
+    /// run), skipped by [`compare`].
+    near_ties: Vec<usize>,
+    /// Per position, the reference router's smallest top-k margin over the layers
+    /// (empty for a dense model).
+    router_margins: Vec<f32>,
 }
 
 fn data_dir() -> PathBuf {
@@ -57,6 +66,23 @@ fn case(name: &str) -> Case {
     let (logits, logits_f16kv) = (read("logits"), read("logits_f16kv"));
     assert_eq!(shape, [tokens.len(), logits.len() / tokens.len()]);
     assert_eq!(logits.len(), logits_f16kv.len());
+    let mut near_ties: Vec<usize> = c["router_near_ties"]
+        .as_array()
+        .map(|ties| {
+            ties.iter()
+                .map(|t| t["position"].as_u64().unwrap() as usize)
+                .collect()
+        })
+        .unwrap_or_default();
+    near_ties.sort_unstable();
+    near_ties.dedup();
+    if !near_ties.is_empty() {
+        eprintln!("{name}: router near-ties at positions {near_ties:?}, skipped");
+    }
+    let router_margins = c["router_margins"]
+        .as_array()
+        .map(|m| m.iter().map(|v| v.as_f64().unwrap() as f32).collect())
+        .unwrap_or_default();
     Case {
         name: name.into(),
         gguf: dir.join(c["gguf"].as_str().unwrap()),
@@ -64,6 +90,8 @@ fn case(name: &str) -> Case {
         vocab: shape[1],
         logits,
         logits_f16kv,
+        near_ties,
+        router_margins,
     }
 }
 
@@ -97,6 +125,9 @@ fn compare(
 ) -> Result<f32, String> {
     let mut max = 0f32;
     for (p, row) in rows.iter().enumerate() {
+        if case.near_ties.contains(&p) {
+            continue;
+        }
         let want = &reference[p * case.vocab..(p + 1) * case.vocab];
         assert_eq!(row.len(), case.vocab);
         let (got_top, want_top) = (argmax(row), argmax(want));
@@ -257,17 +288,33 @@ fn phi3_takes_the_short_factors_within_the_original_context() {
     );
 }
 
-/// The architectures added with F32 weights, quantized to Q8_0 by `tempra quantize`,
+/// The architectures added with F32 weights (and the F16 mixtures of experts), quantized to Q8_0 by `tempra quantize`,
 /// against the same model on the exactly dequantized weights through the f32 path (the
 /// one the tests above hold to transformers), as `engine_quantized` checks llama: NMSE
 /// ≤ 5e-4 over the logits, and the same top-1 token wherever the reference's leads its
 /// runner-up by more than six standard deviations of that error. (Against transformers
 /// itself the Q8_0 weights' own rounding adds to it: 1e-4 to 6e-4 on these models.)
+///
+/// In a mixture of experts, Q8_0 weights move the router's probabilities by up to about
+/// 1e-2, so a token whose k-th and (k+1)-th experts are that close in the reference may
+/// go to the other expert: a position over the budget where the reference router's
+/// margin is below [`Q8_ROUTER_MARGIN`] is reported and left out of the error (the top-1
+/// rule and the budget hold at every other position).
 #[test]
 fn q8_0_files_of_the_new_architectures_stay_within_the_quantized_budget() {
     const MAX_NMSE: f64 = 5e-4;
+    const Q8_ROUTER_MARGIN: f32 = 1e-2;
     let mut failures = Vec::new();
-    for name in ["phi3", "granite", "olmo2", "smollm3", "qwen3_yarn"] {
+    for name in [
+        "phi3",
+        "granite",
+        "olmo2",
+        "smollm3",
+        "qwen3_yarn",
+        "qwen3moe",
+        "qwen2moe",
+        "mixtral",
+    ] {
         let case = case(name);
         let file = tempra_llm::model_file::ModelFile::load(&case.gguf, None).unwrap();
         let mut bytes = Vec::new();
@@ -288,7 +335,7 @@ fn q8_0_files_of_the_new_architectures_stay_within_the_quantized_budget() {
         };
         let model = Model::from_file(q8, &options).unwrap();
         assert_eq!(
-            model.weights().layers[0].down.tensor().dtype(),
+            model.weights().layers[0].wq.tensor().dtype(),
             DType::Q8_0,
             "{name}"
         );
@@ -306,7 +353,36 @@ fn q8_0_files_of_the_new_architectures_stay_within_the_quantized_budget() {
         eprintln!("{name} q8_0 against transformers: nmse {vs_transformers:.2e}");
         let margin = flip_margin(&reference, MAX_NMSE);
         for (what, got) in [("prefill", &prefill), ("decode", &decode)] {
-            let (_, nmse, flips) = errors(got, &reference, case.vocab, margin);
+            let v = case.vocab;
+            let rows = || {
+                got.chunks_exact(v)
+                    .zip(reference.chunks_exact(v))
+                    .enumerate()
+            };
+            let rerouted: Vec<usize> = rows()
+                .filter(|&(p, (g, w))| {
+                    case.router_margins
+                        .get(p)
+                        .is_some_and(|&m| m < Q8_ROUTER_MARGIN)
+                        && errors(g, w, v, margin).1 > MAX_NMSE
+                })
+                .map(|(p, _)| p)
+                .collect();
+            if !rerouted.is_empty() {
+                eprintln!(
+                    "{name} q8_0 {what}: positions {rerouted:?} over the budget where the \
+                     router's margin is below {Q8_ROUTER_MARGIN} (margins {:?}), left out",
+                    rerouted
+                        .iter()
+                        .map(|&p| case.router_margins[p])
+                        .collect::<Vec<_>>()
+                );
+            }
+            let (kept_got, kept_reference): (Vec<f32>, Vec<f32>) = rows()
+                .filter(|(p, _)| !rerouted.contains(p))
+                .flat_map(|(_, (g, w))| g.iter().copied().zip(w.iter().copied()))
+                .unzip();
+            let (_, nmse, flips) = errors(&kept_got, &kept_reference, v, margin);
             eprintln!("{name} q8_0 {what}: nmse {nmse:.2e}, top-1 margin {margin:.3}");
             if nmse > MAX_NMSE || !flips.is_empty() {
                 failures.push(format!(

@@ -56,27 +56,21 @@ fn check_spec(spec: &RandomModelSpec, qtype: &str, max_nmse: f64) {
             (None, QuantType::Q5KM) => Some("q5_K_r8"),
             _ => None,
         };
+        let dense =
+            |l: &tempra_llm::engine::LayerWeights| l.ffn.dense().expect("a dense FFN").clone();
+        let gate = |l: &tempra_llm::engine::LayerWeights| dense(l).gate.expect("gate");
         if let Some(want) = want {
+            assert_eq!(layout(gate(layer).tensor()), Some(want), "{qtype}");
             assert_eq!(
-                layout(layer.gate.as_ref().expect("gate").tensor()),
-                Some(want),
-                "{qtype}"
-            );
-            assert_eq!(
-                layer.gate.as_ref().expect("gate").tensor().dtype(),
-                model.weights().layers[0]
-                    .gate
-                    .as_ref()
-                    .expect("gate")
-                    .tensor()
-                    .dtype(),
+                gate(layer).tensor().dtype(),
+                gate(&model.weights().layers[0]).tensor().dtype(),
                 "{qtype}: a prepared weight keeps the file's dtype"
             );
         }
         // Every Q6_K matrix `linear` reads (Q4_K_M's down projections of some layers,
         // its output head) runs as q6_K_r8.
-        let originals = model.weights().layers.iter().map(|l| &l.down);
-        let prepared = model.forward_weights().layers.iter().map(|l| &l.down);
+        let originals = model.weights().layers.iter().map(|l| dense(l).down);
+        let prepared = model.forward_weights().layers.iter().map(|l| dense(l).down);
         let mut q6_k = 0;
         for (prepared, original) in prepared.zip(originals) {
             if original.tensor().dtype() == DType::Q6K {

@@ -40,7 +40,12 @@ const THREADS: [usize; 3] = [1, 2, 3];
 /// Every way at every thread count against the one-shot prefill of its thread count and
 /// that against the one-shot prefill at one thread; returns the mismatches.
 fn check_format(qtype: QuantType, seed: u64) -> Vec<Mismatch> {
-    let shape = ModelShape::parse(SHAPE).expect("shape");
+    check_shape(SHAPE, qtype, seed)
+}
+
+/// [`check_format`] on a model of `shape` (a [`ModelShape::parse`] text).
+fn check_shape(shape: &str, qtype: QuantType, seed: u64) -> Vec<Mismatch> {
+    let shape = ModelShape::parse(shape).expect("shape");
     let spec = RandomModelSpec::llama(shape)
         .with_qtype(qtype)
         .with_seed(seed);
@@ -92,6 +97,28 @@ fn logits_are_bit_identical_however_a_position_is_reached() {
     assert_none(&mismatches);
 }
 
+/// A mixture of experts keeps the identity: the router's choice and each expert's rows
+/// are per token, and the grouped-expert product gives a row the same bits whichever
+/// other tokens chose its experts. [`SHAPE`] with 8 experts of width 256, 2 per token,
+/// in the float, Q8_0, Q4_0 and K-quant mixes the experts are most often stored in.
+#[test]
+fn mixtures_of_experts_keep_the_identity() {
+    let shape = format!("{SHAPE},experts=8,experts_used=2,expert_ffn=256");
+    let mut mismatches = Vec::new();
+    for (i, qtype) in [
+        QuantType::F32,
+        QuantType::Q8_0,
+        QuantType::Q4_0,
+        QuantType::Q4KM,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        mismatches.extend(check_shape(&shape, qtype, 300 + i as u64));
+    }
+    assert_none(&mismatches);
+}
+
 /// `LoadOptions::fast_prefill` reaches the backend: with it, an F16 model's one-shot
 /// prefill runs the blocked GEMM and its logits differ from decoding the same tokens one
 /// at a time (the identity the default keeps).
@@ -130,16 +157,26 @@ fn the_fast_prefill_option_gives_up_the_identity() {
 }
 
 /// The architectures whose files split fused matrices into views (phi3), skip norms
-/// (olmo2), scale branches (granite), skip rope on some layers (smollm3) or scale rope
-/// (YaRN, LongRoPE): the five ways on the transformers reference files
+/// (olmo2), scale branches (granite), skip rope on some layers (smollm3), scale rope
+/// (YaRN, LongRoPE) or route tokens to experts (qwen3moe, qwen2moe with its shared
+/// expert, mixtral): the five ways on the transformers reference files
 /// (`tests/data/hf`), F32 weights, at 1 and 2 threads.
 #[test]
 fn every_architecture_keeps_the_identity() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hf");
     let mut mismatches = Vec::new();
-    for (i, name) in ["phi3", "granite", "olmo2", "smollm3", "qwen3_yarn"]
-        .into_iter()
-        .enumerate()
+    for (i, name) in [
+        "phi3",
+        "granite",
+        "olmo2",
+        "smollm3",
+        "qwen3_yarn",
+        "qwen3moe",
+        "qwen2moe",
+        "mixtral",
+    ]
+    .into_iter()
+    .enumerate()
     {
         for threads in [1, 2] {
             let options = LoadOptions {

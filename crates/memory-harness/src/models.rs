@@ -73,6 +73,7 @@ pub const TRAIN_SHAPE: ModelShape = ModelShape {
     vocab: 300,
     context: 64,
     tied: false,
+    ..ModelShape::TINY
 };
 
 /// Writes a random-weight llama GGUF of `shape` with `qtype` weights into `dir`.

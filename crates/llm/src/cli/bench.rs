@@ -375,17 +375,10 @@ fn mib(bytes: u64) -> String {
 fn weight_types(model: &Model) -> String {
     let mut counts: Vec<(String, usize)> = Vec::new();
     for layer in &model.weights().layers {
-        for w in [
-            Some(&layer.wq),
-            Some(&layer.wk),
-            Some(&layer.wv),
-            Some(&layer.wo),
-            layer.gate.as_ref(),
-            Some(&layer.up),
-            Some(&layer.down),
-        ]
-        .into_iter()
-        .flatten()
+        for w in [&layer.wq, &layer.wk, &layer.wv, &layer.wo]
+            .into_iter()
+            .chain(layer.ffn.vars())
+            .filter(|w| w.rank() >= 2)
         {
             let name = w.tensor().dtype().to_string();
             match counts.iter_mut().find(|(n, _)| *n == name) {

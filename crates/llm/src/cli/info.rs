@@ -144,8 +144,18 @@ fn hyperparameters(out: &mut String, c: &ModelConfig) -> anyhow::Result<()> {
             show(c.final_logit_softcap)
         )?;
     }
-    if c.expert_count > 0 {
-        writeln!(out, "experts:        {}", c.expert_count)?;
+    if let Some(moe) = &c.moe {
+        writeln!(
+            out,
+            "experts:        {} per block, {} used per token, FFN width {}{}",
+            moe.expert_count,
+            moe.experts_used,
+            moe.expert_ffn_length,
+            match moe.shared_ffn_length {
+                Some(w) => format!(", shared expert of width {w}"),
+                None => String::new(),
+            }
+        )?;
     }
     Ok(())
 }

@@ -6,7 +6,7 @@ use std::io::Write;
 use tempra_autograd::{ParamStore, Var};
 use tempra_tensor::{DType, ExecContext, Shape};
 
-use crate::engine::{LayerWeights, ModelWeights};
+use crate::engine::{DenseFfn, FeedForward, LayerWeights, ModelWeights};
 use crate::error::{LlmError, Result};
 use crate::gguf::{GgufWriter, Metadata, TensorSpec, keys};
 use crate::tensor_names::{BlockTensor, GlobalTensor, block_weight, global_weight};
@@ -175,9 +175,11 @@ pub fn weights_from_params(params: &ParamStore, shape: &DemoShape) -> Result<Mod
             k_norm: None,
             post_attn_norm: None,
             ffn_norm: Some(b(BlockTensor::FfnNorm)?),
-            gate: Some(b(BlockTensor::FfnGate)?),
-            up: b(BlockTensor::FfnUp)?,
-            down: b(BlockTensor::FfnDown)?,
+            ffn: FeedForward::Dense(DenseFfn {
+                gate: Some(b(BlockTensor::FfnGate)?),
+                up: b(BlockTensor::FfnUp)?,
+                down: b(BlockTensor::FfnDown)?,
+            }),
             post_ffn_norm: None,
         });
     }

@@ -9,9 +9,11 @@ use tempra_tensor::{AttentionParams, BinaryOp, Tensor, UnaryOp};
 use crate::engine::kv_cache::KvCache;
 use crate::engine::outputs::Outputs;
 use crate::engine::step_arena::{Slot, StepArena};
-use crate::engine::weights::{EncoderWeights, LayerWeights, ModelWeights};
+use crate::engine::weights::{
+    DenseFfn, EncoderWeights, ExpertFfn, FeedForward, LayerWeights, ModelWeights,
+};
 use crate::error::{LlmError, Result};
-use crate::model_config::ModelConfig;
+use crate::model_config::{ExpertGating, ModelConfig};
 
 /// Which positions' logits a forward computes (only the needed rows go through the
 /// output head).
@@ -258,16 +260,14 @@ fn encoder_forward(
         let (w, b) = &extra.attn_out_norm;
         let h = out.layer_norm(Slot::Hidden, &residual, w, b, eps)?;
         drop(residual);
-        let up = out.linear(Slot::FfnUp, &h, &layer.up, Some(&extra.up_bias))?;
+        let ffn = layer.ffn.dense().ok_or_else(|| LlmError::Argument {
+            what: format!("{}: an encoder block without its FFN", config.arch),
+        })?;
+        let up = out.linear(Slot::FfnUp, &h, &ffn.up, Some(&extra.up_bias))?;
         let act = config.arch.description().activation;
         let activated = out.unary(Slot::FfnAct, act, &up)?;
         drop(up);
-        let down = out.linear(
-            Slot::FfnDown,
-            &activated,
-            &layer.down,
-            Some(&extra.down_bias),
-        )?;
+        let down = out.linear(Slot::FfnDown, &activated, &ffn.down, Some(&extra.down_bias))?;
         drop(activated);
         let residual = out.assign(Slot::FfnDown, BinaryOp::Add, down, &h)?;
         drop(h);
@@ -469,8 +469,8 @@ fn residual_scaled(out: &mut Outputs<'_>, config: &ModelConfig, branch: Var) -> 
     }
 }
 
-/// Optional pre-norm, gated MLP (the architecture's activation of the gate, times up),
-/// optional post-norm and residual scale.
+/// Optional pre-norm, the FFN (gated MLP or mixture of experts), optional post-norm and
+/// residual scale.
 pub(crate) fn ffn_block(
     out: &mut Outputs<'_>,
     config: &ModelConfig,
@@ -479,22 +479,100 @@ pub(crate) fn ffn_block(
 ) -> Result<Var> {
     let eps = config.rms_norm_eps as f64;
     let h = pre_norm(out, x, layer.ffn_norm.as_ref(), eps)?;
-    let gate_weight = layer.gate.as_ref().ok_or_else(|| LlmError::Argument {
-        what: format!("{}: a block without an FFN gate", config.arch),
-    })?;
-    let gate = out.linear(Slot::FfnGate, &h, gate_weight, None)?;
-    let up = out.linear(Slot::FfnUp, &h, &layer.up, None)?;
+    let down = match &layer.ffn {
+        FeedForward::Dense(ffn) => gated_mlp(out, config, ffn, &h, Slot::FfnDown)?,
+        FeedForward::Experts(experts) => expert_ffn(out, config, experts, &h)?,
+    };
     drop(h);
-    let act = config.arch.description().activation;
-    let activated = out.unary(Slot::FfnAct, act, &gate)?;
-    drop(gate);
-    let gated = out.assign(Slot::FfnAct, BinaryOp::Mul, activated, &up)?;
-    drop(up);
-    let down = out.linear(Slot::FfnDown, &gated, &layer.down, None)?;
-    drop(gated);
     let branch = match &layer.post_ffn_norm {
         Some(post) => out.rms_norm(Slot::FfnPostNorm, &down, post, eps)?,
         None => down,
     };
     residual_scaled(out, config, branch)
+}
+
+/// The gated MLP `down(act(gate·h) ⊙ up·h)` of `h [T, D]`, its result in `result`.
+fn gated_mlp(
+    out: &mut Outputs<'_>,
+    config: &ModelConfig,
+    ffn: &DenseFfn,
+    h: &Var,
+    result: Slot,
+) -> Result<Var> {
+    let gate_weight = ffn.gate.as_ref().ok_or_else(|| LlmError::Argument {
+        what: format!("{}: a block without an FFN gate", config.arch),
+    })?;
+    let gate = out.linear(Slot::FfnGate, h, gate_weight, None)?;
+    let up = out.linear(Slot::FfnUp, h, &ffn.up, None)?;
+    let act = config.arch.description().activation;
+    let activated = out.unary(Slot::FfnAct, act, &gate)?;
+    drop(gate);
+    let gated = out.assign(Slot::FfnAct, BinaryOp::Mul, activated, &up)?;
+    drop(up);
+    out.linear(result, &gated, &ffn.down, None)
+}
+
+/// A mixture of experts on `h [T, D]`: the router's logits gated (softmax or sigmoid),
+/// each token's `k` best experts and their weights (renormalised and scaled where the
+/// model says), the chosen experts' gated MLPs by grouped-expert products (each
+/// expert's weights read once per step, whichever tokens chose it), their outputs
+/// summed by weight, plus the shared expert times its sigmoid gate where the model has
+/// one. The result `[T, D]` is in the FFN down slot.
+fn expert_ffn(
+    out: &mut Outputs<'_>,
+    config: &ModelConfig,
+    experts: &ExpertFfn,
+    h: &Var,
+) -> Result<Var> {
+    let moe = config.moe.as_ref().ok_or_else(|| LlmError::Argument {
+        what: format!(
+            "{}: expert weights without a mixture-of-experts config",
+            config.arch
+        ),
+    })?;
+    let t = h.dims()[0];
+    let logits = out.linear(Slot::RouterLogits, h, &experts.router, None)?;
+    let gated = match moe.gating {
+        ExpertGating::Softmax => out.softmax(Slot::RouterProbs, &logits)?,
+        ExpertGating::Sigmoid => out.unary(Slot::RouterProbs, UnaryOp::Sigmoid, &logits)?,
+    };
+    drop(logits);
+    let (mut weights, ids) = out.top_k(
+        Slot::ExpertWeights,
+        Slot::ExpertIds,
+        &gated,
+        moe.experts_used,
+    )?;
+    drop(gated);
+    if moe.normalize_weights {
+        let sum = out.sum_last(Slot::ExpertWeightSum, &weights)?;
+        weights = out.assign(Slot::ExpertWeights, BinaryOp::Div, weights, &sum)?;
+    }
+    if let Some(scale) = moe.weights_scale {
+        weights = out.mul_scalar(Slot::ExpertWeightsScaled, &weights, scale as f64)?;
+    }
+    let rows = h.reshape(&[t, 1, config.embedding_length])?;
+    let gate = out.expert_linear(Slot::ExpertGate, &rows, &experts.gate, &ids)?;
+    let up = out.expert_linear(Slot::ExpertUp, &rows, &experts.up, &ids)?;
+    drop(rows);
+    let act = config.arch.description().activation;
+    let activated = out.unary(Slot::ExpertAct, act, &gate)?;
+    drop(gate);
+    let product = out.assign(Slot::ExpertAct, BinaryOp::Mul, activated, &up)?;
+    drop(up);
+    let down = out.expert_linear(Slot::ExpertDown, &product, &experts.down, &ids)?;
+    drop((product, ids));
+    let mixed = out.weighted_sum(Slot::FfnDown, &down, &weights)?;
+    drop((down, weights));
+    let Some(shared) = &experts.shared else {
+        return Ok(mixed);
+    };
+    let mut shared_out = gated_mlp(out, config, shared, h, Slot::SharedDown)?;
+    if let Some(gate) = &experts.shared_gate {
+        let logit = out.linear(Slot::SharedGateLogit, h, gate, None)?;
+        let gate = out.unary(Slot::SharedGate, UnaryOp::Sigmoid, &logit)?;
+        drop(logit);
+        shared_out = out.assign(Slot::SharedDown, BinaryOp::Mul, shared_out, &gate)?;
+    }
+    out.assign(Slot::FfnDown, BinaryOp::Add, mixed, &shared_out)
 }

@@ -60,4 +60,7 @@ pub use model::{BackendKind, DEFAULT_MAX_CONTEXT, LoadOptions, Model};
 pub use sampler::{Sampler, SamplerConfig};
 pub use session::{Session, logits_slice};
 pub use step_arena::{ArenaCapacity, ArenaReport, ArenaStats, Slot, StepArena};
-pub use weights::{EncoderLayerWeights, EncoderWeights, LayerWeights, ModelWeights};
+pub use weights::{
+    DenseFfn, EncoderLayerWeights, EncoderWeights, ExpertFfn, FeedForward, LayerWeights,
+    ModelWeights,
+};

@@ -14,7 +14,9 @@
 //! buffer for the slot, never a wrong value.
 
 use tempra_autograd::{Autograd, Var, tracking};
-use tempra_tensor::{AttentionParams, BinaryOp, DType, ExecContext, RopeConfig, Tensor, UnaryOp};
+use tempra_tensor::{
+    AttentionParams, BinaryOp, DType, ExecContext, ReduceOp, RopeConfig, Tensor, UnaryOp,
+};
 
 use crate::engine::step_arena::{Slot, StepArena};
 use crate::error::Result;
@@ -189,6 +191,99 @@ impl<'a> Outputs<'a> {
         let (dims, rank) = with_last(x.dims(), w.dims()[0]);
         self.write(slot, &dims[..rank], x.dtype(), |ctx, out| {
             ctx.linear_into(x.tensor(), w.tensor(), b.map(Var::tensor), out)
+        })
+    }
+
+    /// Softmax of `x` along its last dim.
+    pub(crate) fn softmax(&mut self, slot: Slot, x: &Var) -> Result<Var> {
+        if tracking(&[x]) {
+            return Ok(self.ag.softmax(x)?);
+        }
+        self.write(slot, x.dims(), x.dtype(), |ctx, out| {
+            ctx.softmax_into(x.tensor(), out)
+        })
+    }
+
+    /// Σ of `x` along its last dim, kept as a dim of 1.
+    pub(crate) fn sum_last(&mut self, slot: Slot, x: &Var) -> Result<Var> {
+        let dim = x.rank() - 1;
+        if tracking(&[x]) {
+            return Ok(self.ag.sum(x, dim, true)?);
+        }
+        let (dims, rank) = with_last(x.dims(), 1);
+        self.write(slot, &dims[..rank], x.dtype(), |ctx, out| {
+            ctx.reduce_into(ReduceOp::Sum, x.tensor(), dim, out)
+        })
+    }
+
+    /// The `k` largest values along `x`'s last dim (into `values`) and their indices
+    /// (U32, into `indices`).
+    pub(crate) fn top_k(
+        &mut self,
+        values: Slot,
+        indices: Slot,
+        x: &Var,
+        k: usize,
+    ) -> Result<(Var, Tensor)> {
+        if tracking(&[x]) {
+            return Ok(self.ag.top_k(x, k)?);
+        }
+        let (dims, rank) = with_last(x.dims(), k);
+        let dims = &dims[..rank];
+        let ctx = self.ag.ctx();
+        let taken = match self.arena.as_deref_mut() {
+            Some(arena) => arena.take_target(indices, dims)?,
+            None => None,
+        };
+        let from_arena = taken.is_some();
+        let mut ids = match taken {
+            Some(buffer) => buffer,
+            None => {
+                if let Some(arena) = self.arena.as_deref_mut() {
+                    arena.count_pool_output();
+                }
+                ctx.output(dims, DType::U32)?
+            }
+        };
+        let written = self.write(values, dims, x.dtype(), |ctx, out| {
+            ctx.top_k_into(x.tensor(), k, out, &mut ids)
+        });
+        let returned = ids.clone();
+        if let Some(arena) = self.arena.as_deref_mut()
+            && from_arena
+        {
+            arena.restore(indices, ids);
+        }
+        Ok((written?, returned))
+    }
+
+    /// The grouped-expert product of `x [T, k or 1, K]` by the experts `w [E, N, K]`
+    /// chosen by `ids [T, k]` → `[T, k, N]`.
+    pub(crate) fn expert_linear(
+        &mut self,
+        slot: Slot,
+        x: &Var,
+        w: &Var,
+        ids: &Tensor,
+    ) -> Result<Var> {
+        if tracking(&[x, w]) {
+            return Ok(self.ag.expert_linear(x, w, ids, None)?);
+        }
+        let dims = [ids.dims()[0], ids.dims()[1], w.dims()[1]];
+        self.write(slot, &dims, x.dtype(), |ctx, out| {
+            ctx.expert_linear_into(x.tensor(), w.tensor(), ids, None, out)
+        })
+    }
+
+    /// `Σ_s weights[.., s] · x[.., s, :]`.
+    pub(crate) fn weighted_sum(&mut self, slot: Slot, x: &Var, weights: &Var) -> Result<Var> {
+        if tracking(&[x, weights]) {
+            return Ok(self.ag.weighted_sum(x, weights)?);
+        }
+        let r = x.rank();
+        let (dims, rank) = with_last(&x.dims()[..r - 1], x.dims()[r - 1]);
+        self.write(slot, &dims[..rank], x.dtype(), |ctx, out| {
+            ctx.weighted_sum_into(x.tensor(), weights.tensor(), out)
         })
     }
 

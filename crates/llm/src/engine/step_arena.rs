@@ -90,6 +90,35 @@ pub enum Slot {
     FfnAct,
     /// The FFN down projection `[T, D]`.
     FfnDown,
+    /// The router's logits `[T, E]` (mixtures of experts).
+    RouterLogits,
+    /// The router's gating (softmax or sigmoid) of its logits `[T, E]`.
+    RouterProbs,
+    /// The chosen experts `[T, k]` (u32).
+    ExpertIds,
+    /// The chosen experts' routing weights `[T, k]`, renormalised in place where the
+    /// model does.
+    ExpertWeights,
+    /// The sum of each token's chosen routing weights `[T, 1]`.
+    ExpertWeightSum,
+    /// The routing weights times the model's expert weight scale `[T, k]`.
+    ExpertWeightsScaled,
+    /// The chosen experts' gate projections `[T, k, Fe]`.
+    ExpertGate,
+    /// The chosen experts' up projections `[T, k, Fe]`.
+    ExpertUp,
+    /// The experts' gate activation, then times their up projection in place
+    /// `[T, k, Fe]`.
+    ExpertAct,
+    /// The chosen experts' down projections `[T, k, D]`, before their weighted sum
+    /// into the FFN down slot.
+    ExpertDown,
+    /// The shared expert's output `[T, D]`, then times its gate in place.
+    SharedDown,
+    /// The shared expert's gate logit `[T, 1]`.
+    SharedGateLogit,
+    /// The shared expert's gate, the sigmoid of its logit `[T, 1]`.
+    SharedGate,
     /// The FFN output after its post-norm.
     FfnPostNorm,
     /// A block branch times the residual scale, before its residual add `[T, D]`
@@ -126,6 +155,19 @@ struct ArenaBuffers {
     ffn_up: Option<Tensor>,
     ffn_act: Option<Tensor>,
     ffn_down: Option<Tensor>,
+    router_logits: Option<Tensor>,
+    router_probs: Option<Tensor>,
+    expert_ids: Option<Tensor>,
+    expert_weights: Option<Tensor>,
+    expert_weight_sum: Option<Tensor>,
+    expert_weights_scaled: Option<Tensor>,
+    expert_gate: Option<Tensor>,
+    expert_up: Option<Tensor>,
+    expert_act: Option<Tensor>,
+    expert_down: Option<Tensor>,
+    shared_down: Option<Tensor>,
+    shared_gate_logit: Option<Tensor>,
+    shared_gate: Option<Tensor>,
     ffn_post_norm: Option<Tensor>,
     residual_scaled: Option<Tensor>,
     output_norm: Option<Tensor>,
@@ -171,6 +213,19 @@ impl ArenaBuffers {
             Slot::FfnUp => &mut self.ffn_up,
             Slot::FfnAct => &mut self.ffn_act,
             Slot::FfnDown => &mut self.ffn_down,
+            Slot::RouterLogits => &mut self.router_logits,
+            Slot::RouterProbs => &mut self.router_probs,
+            Slot::ExpertIds => &mut self.expert_ids,
+            Slot::ExpertWeights => &mut self.expert_weights,
+            Slot::ExpertWeightSum => &mut self.expert_weight_sum,
+            Slot::ExpertWeightsScaled => &mut self.expert_weights_scaled,
+            Slot::ExpertGate => &mut self.expert_gate,
+            Slot::ExpertUp => &mut self.expert_up,
+            Slot::ExpertAct => &mut self.expert_act,
+            Slot::ExpertDown => &mut self.expert_down,
+            Slot::SharedDown => &mut self.shared_down,
+            Slot::SharedGateLogit => &mut self.shared_gate_logit,
+            Slot::SharedGate => &mut self.shared_gate,
             Slot::FfnPostNorm => &mut self.ffn_post_norm,
             Slot::ResidualScaled => &mut self.residual_scaled,
             Slot::OutputNorm => &mut self.output_norm,
@@ -201,6 +256,19 @@ impl ArenaBuffers {
             ffn_up,
             ffn_act,
             ffn_down,
+            router_logits,
+            router_probs,
+            expert_ids,
+            expert_weights,
+            expert_weight_sum,
+            expert_weights_scaled,
+            expert_gate,
+            expert_up,
+            expert_act,
+            expert_down,
+            shared_down,
+            shared_gate_logit,
+            shared_gate,
             ffn_post_norm,
             residual_scaled,
             output_norm,
@@ -227,6 +295,19 @@ impl ArenaBuffers {
             (Slot::FfnUp, ffn_up),
             (Slot::FfnAct, ffn_act),
             (Slot::FfnDown, ffn_down),
+            (Slot::RouterLogits, router_logits),
+            (Slot::RouterProbs, router_probs),
+            (Slot::ExpertIds, expert_ids),
+            (Slot::ExpertWeights, expert_weights),
+            (Slot::ExpertWeightSum, expert_weight_sum),
+            (Slot::ExpertWeightsScaled, expert_weights_scaled),
+            (Slot::ExpertGate, expert_gate),
+            (Slot::ExpertUp, expert_up),
+            (Slot::ExpertAct, expert_act),
+            (Slot::ExpertDown, expert_down),
+            (Slot::SharedDown, shared_down),
+            (Slot::SharedGateLogit, shared_gate_logit),
+            (Slot::SharedGate, shared_gate),
             (Slot::FfnPostNorm, ffn_post_norm),
             (Slot::ResidualScaled, residual_scaled),
             (Slot::OutputNorm, output_norm),
@@ -237,7 +318,7 @@ impl ArenaBuffers {
 }
 
 /// How many slots there are.
-const SLOT_COUNT: usize = 24;
+const SLOT_COUNT: usize = 37;
 
 /// Every slot, in declaration order (`SLOTS[slot as usize] == slot`).
 const SLOTS: [Slot; SLOT_COUNT] = [
@@ -260,6 +341,19 @@ const SLOTS: [Slot; SLOT_COUNT] = [
     Slot::FfnUp,
     Slot::FfnAct,
     Slot::FfnDown,
+    Slot::RouterLogits,
+    Slot::RouterProbs,
+    Slot::ExpertIds,
+    Slot::ExpertWeights,
+    Slot::ExpertWeightSum,
+    Slot::ExpertWeightsScaled,
+    Slot::ExpertGate,
+    Slot::ExpertUp,
+    Slot::ExpertAct,
+    Slot::ExpertDown,
+    Slot::SharedDown,
+    Slot::SharedGateLogit,
+    Slot::SharedGate,
     Slot::FfnPostNorm,
     Slot::ResidualScaled,
     Slot::OutputNorm,
@@ -274,7 +368,16 @@ fn slot_spec(config: &ModelConfig, slot: Slot) -> Option<SlotSpec> {
     let k = config.head_count_kv * config.key_length;
     let v = config.head_count_kv * config.value_length;
     let attention = config.head_count * config.value_length;
-    let f = config.feed_forward_length;
+    let moe = config.moe.as_ref();
+    // A mixture of experts' dense FFN slots hold its shared expert (if any).
+    let f = match moe {
+        Some(moe) => moe.shared_ffn_length,
+        None => Some(config.feed_forward_length),
+    };
+    let shared = moe.is_some_and(|m| m.shared_ffn_length.is_some());
+    let (experts, used, expert_f) = moe.map_or((0, 0, 0), |m| {
+        (m.expert_count, m.experts_used, m.expert_ffn_length)
+    });
     let tokens = |width| {
         Some(SlotSpec {
             rows: Rows::Tokens,
@@ -307,7 +410,27 @@ fn slot_spec(config: &ModelConfig, slot: Slot) -> Option<SlotSpec> {
         Slot::V => tokens(v),
         Slot::Attention => tokens(attention),
         Slot::AttentionPostNorm | Slot::FfnPostNorm => tokens(d),
-        Slot::FfnGate | Slot::FfnUp | Slot::FfnAct => tokens(f),
+        Slot::FfnGate | Slot::FfnUp | Slot::FfnAct => f.and_then(tokens),
+        Slot::RouterLogits | Slot::RouterProbs => when(moe.is_some(), tokens(experts)),
+        Slot::ExpertIds => when(
+            moe.is_some(),
+            Some(SlotSpec {
+                rows: Rows::Tokens,
+                width: used,
+                dtype: DType::U32,
+            }),
+        ),
+        Slot::ExpertWeights => when(moe.is_some(), tokens(used)),
+        Slot::ExpertWeightSum => when(moe.is_some_and(|m| m.normalize_weights), tokens(1)),
+        Slot::ExpertWeightsScaled => {
+            when(moe.is_some_and(|m| m.weights_scale.is_some()), tokens(used))
+        }
+        Slot::ExpertGate | Slot::ExpertUp | Slot::ExpertAct => {
+            when(moe.is_some(), tokens(used * expert_f))
+        }
+        Slot::ExpertDown => when(moe.is_some(), tokens(used * d)),
+        Slot::SharedDown => when(shared, tokens(d)),
+        Slot::SharedGateLogit | Slot::SharedGate => when(shared, tokens(1)),
         Slot::OutputNorm => logits(d),
         Slot::Logits => logits(config.vocab_size),
         Slot::LogitsScratch => when(
@@ -424,6 +547,19 @@ impl StepArena {
             ffn_up: None,
             ffn_act: None,
             ffn_down: None,
+            router_logits: None,
+            router_probs: None,
+            expert_ids: None,
+            expert_weights: None,
+            expert_weight_sum: None,
+            expert_weights_scaled: None,
+            expert_gate: None,
+            expert_up: None,
+            expert_act: None,
+            expert_down: None,
+            shared_down: None,
+            shared_gate_logit: None,
+            shared_gate: None,
             ffn_post_norm: None,
             residual_scaled: None,
             output_norm: None,
@@ -525,6 +661,23 @@ impl StepArena {
         };
         tensor.set_view(0, dims)?;
         Ok(Some(tensor))
+    }
+
+    /// [`Self::target`]'s buffer taken out of the arena, for the second output of an op
+    /// with two (`top_k`'s indices): the caller writes it and gives it back with
+    /// [`Self::restore`] (until then the slot is empty, and a target of it is `None`).
+    pub(crate) fn take_target(&mut self, slot: Slot, dims: &[usize]) -> Result<Option<Tensor>> {
+        if self.target(slot, dims)?.is_none() {
+            return Ok(None);
+        }
+        Ok(self.buffers.as_mut().and_then(|b| b.get_mut(slot).take()))
+    }
+
+    /// Puts a buffer [`Self::take_target`] took back into `slot`.
+    pub(crate) fn restore(&mut self, slot: Slot, buffer: Tensor) {
+        if let Some(buffers) = self.buffers.as_mut() {
+            *buffers.get_mut(slot) = Some(buffer);
+        }
     }
 
     /// `slot`'s buffer as it was last viewed, when it is `view`'s storage (the forward's

@@ -4,7 +4,7 @@ use tempra_autograd::Var;
 use tempra_tensor::{ExecContext, Tensor};
 
 use crate::error::{LlmError, Result};
-use crate::model_config::{ModelConfig, QkNormWidth, RopeScalingKind};
+use crate::model_config::{ModelConfig, MoeConfig, QkNormWidth, RopeScalingKind};
 use crate::model_file::ModelFile;
 use crate::tensor_names::{
     BlockTensor, GlobalTensor, block_bias, block_weight, global_bias, global_weight,
@@ -14,8 +14,8 @@ use crate::tensor_names::{
 /// architectures that have them (biases: qwen2; q/k norms: qwen3, gemma3, olmo2;
 /// sandwich norms: gemma2, gemma3; post-norms without pre-norms: olmo2). A file's fused
 /// `attn_qkv` (phi3) gives `wq`, `wk` and `wv` as row views of it, and an `ffn_up` of
-/// twice the FFN width without an `ffn_gate` (phi3) gives `gate` (its first half) and
-/// `up` (its second) the same way.
+/// twice the FFN width without an `ffn_gate` (phi3) gives the dense FFN's `gate` (its
+/// first half) and `up` (its second) the same way.
 #[derive(Clone, Debug)]
 pub struct LayerWeights {
     /// Pre-attention norm (absent where the architecture has no pre-norms).
@@ -43,14 +43,184 @@ pub struct LayerWeights {
     pub post_attn_norm: Option<Var>,
     /// Pre-FFN norm (absent where the architecture has no pre-norms).
     pub ffn_norm: Option<Var>,
-    /// FFN gate `[F, D]` (absent in an encoder, whose FFN is ungated).
-    pub gate: Option<Var>,
-    /// FFN up `[F, D]`.
-    pub up: Var,
-    /// FFN down `[D, F]`.
-    pub down: Var,
+    /// The feed-forward network: one FFN, or routed experts.
+    pub ffn: FeedForward,
     /// Norm of the FFN output before the residual add.
     pub post_ffn_norm: Option<Var>,
+}
+
+/// A block's feed-forward network.
+// One per block, made once at load and never moved in a step: the variants' sizes do not
+// matter.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug)]
+pub enum FeedForward {
+    /// One FFN for every token.
+    Dense(DenseFfn),
+    /// A mixture of experts: each token's chosen experts (and a shared one, where the
+    /// model has it).
+    Experts(ExpertFfn),
+}
+
+/// One FFN: `down(act(gate·x) ⊙ up·x)`, or `down(act(up·x))` without a gate.
+#[derive(Clone, Debug)]
+pub struct DenseFfn {
+    /// Gate `[F, D]` (absent in an encoder, whose FFN is ungated).
+    pub gate: Option<Var>,
+    /// Up `[F, D]`.
+    pub up: Var,
+    /// Down `[D, F]`.
+    pub down: Var,
+}
+
+/// A mixture of experts' tensors, as GGUF stacks them (llama.cpp's `ffn_*_exps`).
+#[derive(Clone, Debug)]
+pub struct ExpertFfn {
+    /// The router `[E, D]`: one logit per expert.
+    pub router: Var,
+    /// The experts' gates `[E, Fe, D]`.
+    pub gate: Var,
+    /// The experts' up projections `[E, Fe, D]`.
+    pub up: Var,
+    /// The experts' down projections `[E, D, Fe]`.
+    pub down: Var,
+    /// The shared expert every token goes through (Qwen2-MoE).
+    pub shared: Option<DenseFfn>,
+    /// The shared expert's gate `[1, D]`: its output times `sigmoid(gate·x)`.
+    pub shared_gate: Option<Var>,
+}
+
+impl DenseFfn {
+    /// The matrices, gate first.
+    fn vars_mut(&mut self) -> Vec<&mut Var> {
+        let mut vars: Vec<&mut Var> = self.gate.iter_mut().collect();
+        vars.extend([&mut self.up, &mut self.down]);
+        vars
+    }
+}
+
+impl FeedForward {
+    /// Every tensor, in a fixed order.
+    pub fn vars(&self) -> Vec<&Var> {
+        match self {
+            FeedForward::Dense(d) => {
+                let mut vars: Vec<&Var> = d.gate.iter().collect();
+                vars.extend([&d.up, &d.down]);
+                vars
+            }
+            FeedForward::Experts(e) => {
+                let mut vars = vec![&e.router, &e.gate, &e.up, &e.down];
+                if let Some(d) = &e.shared {
+                    vars.extend(d.gate.iter());
+                    vars.extend([&d.up, &d.down]);
+                }
+                vars.extend(e.shared_gate.iter());
+                vars
+            }
+        }
+    }
+
+    /// Every tensor, in [`Self::vars`]' order.
+    pub fn vars_mut(&mut self) -> Vec<&mut Var> {
+        match self {
+            FeedForward::Dense(d) => d.vars_mut(),
+            FeedForward::Experts(e) => {
+                let mut vars = vec![&mut e.router, &mut e.gate, &mut e.up, &mut e.down];
+                if let Some(d) = &mut e.shared {
+                    vars.extend(d.vars_mut());
+                }
+                vars.extend(e.shared_gate.iter_mut());
+                vars
+            }
+        }
+    }
+
+    /// The matrices a product reads as weights (every tensor but the shared expert's
+    /// one-row gate), in [`Self::vars`]' order.
+    fn matrices_mut(&mut self) -> Vec<&mut Var> {
+        match self {
+            FeedForward::Dense(d) => d.vars_mut(),
+            FeedForward::Experts(e) => {
+                let mut vars = vec![&mut e.router, &mut e.gate, &mut e.up, &mut e.down];
+                if let Some(d) = &mut e.shared {
+                    vars.extend(d.vars_mut());
+                }
+                vars
+            }
+        }
+    }
+
+    /// The dense FFN (an encoder's, or a dense decoder block's).
+    pub fn dense(&self) -> Option<&DenseFfn> {
+        match self {
+            FeedForward::Dense(d) => Some(d),
+            FeedForward::Experts(_) => None,
+        }
+    }
+
+    /// The same FFN with every tensor passed through `f`.
+    fn try_map(&self, f: &mut impl FnMut(&Var) -> Result<Var>) -> Result<FeedForward> {
+        let mut mapped = self.clone();
+        for v in mapped.vars_mut() {
+            let new = f(v)?;
+            *v = new;
+        }
+        Ok(mapped)
+    }
+
+    /// Reads block `l`'s experts: the router, the three stacks of `moe.expert_count`
+    /// experts and, where the file has them, the shared expert and its gate. Every
+    /// shape is checked (a missing or misshapen tensor is an error naming it).
+    fn experts_from_file(
+        file: &ModelFile,
+        config: &ModelConfig,
+        moe: &MoeConfig,
+        l: usize,
+    ) -> Result<FeedForward> {
+        let d = config.embedding_length;
+        let (e, fe) = (moe.expert_count, moe.expert_ffn_length);
+        let w = |t: BlockTensor| block_weight(l, t);
+        let get = |t: BlockTensor, dims: &[usize]| checked(file, w(t), dims).map(Var::constant);
+        let shared = if file.has_tensor(&w(BlockTensor::FfnUpShexp)) {
+            let fs = match moe.shared_ffn_length {
+                Some(fs) => fs,
+                None => file.tensor(&w(BlockTensor::FfnUpShexp))?.dims()[0],
+            };
+            Some(DenseFfn {
+                gate: Some(get(BlockTensor::FfnGateShexp, &[fs, d])?),
+                up: get(BlockTensor::FfnUpShexp, &[fs, d])?,
+                down: get(BlockTensor::FfnDownShexp, &[d, fs])?,
+            })
+        } else if moe.shared_ffn_length.is_some() {
+            return Err(LlmError::MissingTensor {
+                name: w(BlockTensor::FfnUpShexp),
+            });
+        } else {
+            None
+        };
+        // llama.cpp declares the shared gate `[D]`; its converter writes `[1, D]`.
+        let shared_gate_name = w(BlockTensor::FfnGateInpShexp);
+        let shared_gate = if file.has_tensor(&shared_gate_name) {
+            let gate = file.tensor(&shared_gate_name)?;
+            if gate.dims() != [d] && gate.dims() != [1, d] {
+                return Err(LlmError::InvalidValue {
+                    key: shared_gate_name,
+                    what: format!("shape {:?}, expected [{d}] or [1, {d}]", gate.dims()),
+                });
+            }
+            Some(Var::constant(gate.reshape(&[1, d])?))
+        } else {
+            None
+        };
+        Ok(FeedForward::Experts(ExpertFfn {
+            router: get(BlockTensor::FfnGateInp, &[e, d])?,
+            gate: get(BlockTensor::FfnGateExps, &[e, fe, d])?,
+            up: get(BlockTensor::FfnUpExps, &[e, fe, d])?,
+            down: get(BlockTensor::FfnDownExps, &[e, d, fe])?,
+            shared,
+            shared_gate,
+        }))
+    }
 }
 
 /// All weights of a model, as constants (inference) or variables (training).
@@ -250,17 +420,23 @@ impl ModelWeights {
                     get(w(BlockTensor::AttnV), &[hkv * dv, d])?,
                 )
             };
-            let (gate, up) = if description.encoder {
-                (None, get(w(BlockTensor::FfnUp), &[f, d])?)
-            } else if file.has_tensor(&w(BlockTensor::FfnGate)) {
-                (
-                    Some(get(w(BlockTensor::FfnGate), &[f, d])?),
-                    get(w(BlockTensor::FfnUp), &[f, d])?,
-                )
+            let ffn = if let Some(moe) = &config.moe {
+                FeedForward::experts_from_file(file, config, moe, l)?
             } else {
-                let gate_up = get(w(BlockTensor::FfnUp), &[2 * f, d])?;
-                let [gate, up] = split_rows(&gate_up, [f, f])?;
-                (Some(gate), up)
+                let (gate, up) = if description.encoder {
+                    (None, get(w(BlockTensor::FfnUp), &[f, d])?)
+                } else if file.has_tensor(&w(BlockTensor::FfnGate)) {
+                    (
+                        Some(get(w(BlockTensor::FfnGate), &[f, d])?),
+                        get(w(BlockTensor::FfnUp), &[f, d])?,
+                    )
+                } else {
+                    let gate_up = get(w(BlockTensor::FfnUp), &[2 * f, d])?;
+                    let [gate, up] = split_rows(&gate_up, [f, f])?;
+                    (Some(gate), up)
+                };
+                let down = get(w(BlockTensor::FfnDown), &[d, f])?;
+                FeedForward::Dense(DenseFfn { gate, up, down })
             };
             layers.push(LayerWeights {
                 attn_norm: when(pre, w(BlockTensor::AttnNorm), &[d])?,
@@ -275,9 +451,7 @@ impl ModelWeights {
                 k_norm: opt(w(BlockTensor::AttnKNorm), &[k_norm_width])?,
                 post_attn_norm: post_norm(l, BlockTensor::PostAttentionNorm)?,
                 ffn_norm: when(pre, w(BlockTensor::FfnNorm), &[d])?,
-                gate,
-                up,
-                down: get(w(BlockTensor::FfnDown), &[d, f])?,
+                ffn,
                 post_ffn_norm: post_norm(l, BlockTensor::PostFfwNorm)?,
             });
         }
@@ -372,9 +546,7 @@ impl ModelWeights {
                 k_norm: opt(&l.k_norm, &mut f)?,
                 post_attn_norm: opt(&l.post_attn_norm, &mut f)?,
                 ffn_norm: opt(&l.ffn_norm, &mut f)?,
-                gate: opt(&l.gate, &mut f)?,
-                up: f(&l.up)?,
-                down: f(&l.down)?,
+                ffn: l.ffn.try_map(&mut f)?,
                 post_ffn_norm: opt(&l.post_ffn_norm, &mut f)?,
             });
         }
@@ -417,9 +589,7 @@ impl ModelWeights {
                 k_norm,
                 post_attn_norm,
                 ffn_norm,
-                gate,
-                up,
-                down,
+                ffn,
                 post_ffn_norm,
             } = l;
             if let Some(v) = attn_norm {
@@ -434,10 +604,7 @@ impl ModelWeights {
             {
                 f(v);
             }
-            if let Some(v) = gate {
-                f(v);
-            }
-            for v in [up, down] {
+            for v in ffn.vars_mut() {
                 f(v);
             }
             if let Some(v) = post_ffn_norm {
@@ -484,14 +651,17 @@ impl ModelWeights {
         };
         let mut layers = Vec::with_capacity(self.layers.len());
         for l in &self.layers {
+            let mut ffn = l.ffn.clone();
+            for v in ffn.matrices_mut() {
+                let new = prepare(v)?;
+                *v = new;
+            }
             layers.push(LayerWeights {
                 wq: prepare(&l.wq)?,
                 wk: prepare(&l.wk)?,
                 wv: prepare(&l.wv)?,
                 wo: prepare(&l.wo)?,
-                gate: l.gate.as_ref().map(&mut prepare).transpose()?,
-                up: prepare(&l.up)?,
-                down: prepare(&l.down)?,
+                ffn,
                 ..l.clone()
             });
         }
@@ -527,11 +697,10 @@ impl ModelWeights {
             }
         }
         for l in &self.layers {
-            for v in [&l.wq, &l.wk, &l.wv, &l.wo, &l.up, &l.down] {
+            for v in [&l.wq, &l.wk, &l.wv, &l.wo].into_iter().chain(l.ffn.vars()) {
                 add(v);
             }
             for v in [
-                &l.gate,
                 &l.attn_norm,
                 &l.ffn_norm,
                 &l.bq,

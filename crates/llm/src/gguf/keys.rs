@@ -48,6 +48,16 @@ pub const FEED_FORWARD_LENGTH: &str = "feed_forward_length";
 pub const VOCAB_SIZE: &str = "vocab_size";
 /// `{arch}.expert_count`.
 pub const EXPERT_COUNT: &str = "expert_count";
+/// `{arch}.expert_used_count`: experts each token routes to.
+pub const EXPERT_USED_COUNT: &str = "expert_used_count";
+/// `{arch}.expert_feed_forward_length`: one expert's FFN width.
+pub const EXPERT_FEED_FORWARD_LENGTH: &str = "expert_feed_forward_length";
+/// `{arch}.expert_shared_feed_forward_length`: the shared expert's FFN width.
+pub const EXPERT_SHARED_FEED_FORWARD_LENGTH: &str = "expert_shared_feed_forward_length";
+/// `{arch}.expert_weights_scale`: multiplies the chosen experts' routing weights.
+pub const EXPERT_WEIGHTS_SCALE: &str = "expert_weights_scale";
+/// `{arch}.expert_gating_func`: 1 softmax, 2 sigmoid (llama.cpp's numbering).
+pub const EXPERT_GATING_FUNC: &str = "expert_gating_func";
 /// `{arch}.attention.head_count`.
 pub const HEAD_COUNT: &str = "attention.head_count";
 /// `{arch}.attention.head_count_kv`.

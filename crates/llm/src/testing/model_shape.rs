@@ -6,7 +6,8 @@ use crate::error::{LlmError, Result};
 
 use super::synthetic_vocab::SPECIAL_AND_BYTE_TOKENS;
 
-/// The sizes of a llama-architecture model.
+/// The sizes of a llama-architecture model, dense or a mixture of experts (Mixtral's
+/// form: every block's FFN is `experts_used` of `experts` FFNs of width `expert_ffn`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ModelShape {
     /// Model width.
@@ -25,6 +26,12 @@ pub struct ModelShape {
     pub context: usize,
     /// Whether the classifier is tied to the token embedding (no `output.weight`).
     pub tied: bool,
+    /// Experts per block (0: a dense model).
+    pub experts: usize,
+    /// Experts each token routes to.
+    pub experts_used: usize,
+    /// One expert's FFN width.
+    pub expert_ffn: usize,
 }
 
 impl ModelShape {
@@ -39,6 +46,16 @@ impl ModelShape {
         vocab: 384,
         context: 256,
         tied: false,
+        experts: 0,
+        experts_used: 0,
+        expert_ffn: 0,
+    };
+    /// [`Self::TINY`] as a mixture of 8 experts of width 128, 2 used per token.
+    pub const TINY_MOE: ModelShape = ModelShape {
+        experts: 8,
+        experts_used: 2,
+        expert_ffn: 128,
+        ..Self::TINY
     };
     /// A Llama-2-style 110M model (llama2.c's `stories110M` sizes, 32000 vocabulary).
     pub const SIZE_110M: ModelShape = ModelShape {
@@ -50,6 +67,9 @@ impl ModelShape {
         vocab: 32000,
         context: 1024,
         tied: false,
+        experts: 0,
+        experts_used: 0,
+        expert_ffn: 0,
     };
     /// TinyLlama-1.1B's sizes.
     pub const SIZE_1B: ModelShape = ModelShape {
@@ -61,11 +81,31 @@ impl ModelShape {
         vocab: 32000,
         context: 2048,
         tied: false,
+        experts: 0,
+        experts_used: 0,
+        expert_ffn: 0,
+    };
+    /// Qwen3-30B-A3B's form scaled to about 2.5 B parameters (0.3 B active per token):
+    /// width 1024, 24 layers, 16 query and 4 KV heads, 64 experts of width 512, 8 used.
+    pub const SIZE_MOE_2B: ModelShape = ModelShape {
+        dim: 1024,
+        layers: 24,
+        heads: 16,
+        kv_heads: 4,
+        ffn: 512,
+        vocab: 32000,
+        context: 2048,
+        tied: false,
+        experts: 64,
+        experts_used: 8,
+        expert_ffn: 512,
     };
 
-    /// A preset name (`tiny`, `110m`, `1b`) or comma-separated `key=value` overrides of
-    /// `tiny` with keys `dim`, `layers`, `heads`, `kv_heads`, `ffn`, `vocab`, `context`,
-    /// `tied` (`true`/`false`); `kv_heads` defaults to `heads` when `heads` is given.
+    /// A preset name (`tiny`, `tiny-moe`, `110m`, `1b`, `moe-2b`) or comma-separated
+    /// `key=value` overrides of `tiny` with keys `dim`, `layers`, `heads`, `kv_heads`,
+    /// `ffn`, `vocab`, `context`, `tied` (`true`/`false`), `experts`, `experts_used`,
+    /// `expert_ffn`; `kv_heads` defaults to `heads` when `heads` is given, `expert_ffn`
+    /// to `ffn` when `experts` is given.
     ///
     /// ```
     /// use tempra_llm::testing::ModelShape;
@@ -80,6 +120,8 @@ impl ModelShape {
             "tiny" => return Ok(Self::TINY),
             "110m" => return Ok(Self::SIZE_110M),
             "1b" => return Ok(Self::SIZE_1B),
+            "tiny-moe" => return Ok(Self::TINY_MOE),
+            "moe-2b" => return Ok(Self::SIZE_MOE_2B),
             _ => {}
         }
         let bad = |what: String| LlmError::Argument {
@@ -87,6 +129,7 @@ impl ModelShape {
         };
         let mut shape = Self::TINY;
         let mut kv_given = false;
+        let mut expert_ffn_given = false;
         for part in text.split(',') {
             let (key, value) = part
                 .split_once('=')
@@ -111,11 +154,20 @@ impl ModelShape {
                 "ffn" => shape.ffn = n,
                 "vocab" => shape.vocab = n,
                 "context" => shape.context = n,
+                "experts" => shape.experts = n,
+                "experts_used" => shape.experts_used = n,
+                "expert_ffn" => {
+                    shape.expert_ffn = n;
+                    expert_ffn_given = true;
+                }
                 _ => return Err(bad(format!("unknown key `{key}`"))),
             }
         }
         if !kv_given {
             shape.kv_heads = shape.heads;
+        }
+        if shape.experts > 0 && !expert_ffn_given {
+            shape.expert_ffn = shape.ffn;
         }
         shape.validate().map_err(bad)?;
         Ok(shape)
@@ -140,6 +192,15 @@ impl ModelShape {
                 s.kv_heads, s.heads
             ));
         }
+        if s.experts > 0 && !(1..=s.experts).contains(&s.experts_used) {
+            return Err(format!(
+                "{} experts used of {} (at least one, at most all)",
+                s.experts_used, s.experts
+            ));
+        }
+        if s.experts > 0 && s.expert_ffn == 0 {
+            return Err("an expert FFN width must be positive".into());
+        }
         if s.vocab <= SPECIAL_AND_BYTE_TOKENS {
             return Err(format!(
                 "vocab {} must exceed the {SPECIAL_AND_BYTE_TOKENS} special and byte tokens",
@@ -154,11 +215,33 @@ impl ModelShape {
         self.dim / self.heads
     }
 
+    /// Whether the FFNs are a mixture of experts.
+    pub fn is_moe(&self) -> bool {
+        self.experts > 0
+    }
+
     /// Parameters (elements of all tensors).
     pub fn parameter_count(&self) -> u64 {
-        let (d, f, v) = (self.dim as u64, self.ffn as u64, self.vocab as u64);
+        self.count_parameters(self.experts)
+    }
+
+    /// Parameters one token reads (the chosen experts' FFNs only; every parameter of a
+    /// dense model).
+    pub fn active_parameter_count(&self) -> u64 {
+        self.count_parameters(self.experts_used)
+    }
+
+    /// Parameters with `experts` experts' FFNs per block (a dense FFN when the model has
+    /// none), plus the routers.
+    fn count_parameters(&self, experts: usize) -> u64 {
+        let (d, v) = (self.dim as u64, self.vocab as u64);
         let kv = (self.kv_heads * self.head_dim()) as u64;
-        let block = 2 * d + 2 * d * d + 2 * kv * d + 3 * f * d;
+        let ffn = if self.is_moe() {
+            self.experts as u64 * d + experts as u64 * 3 * self.expert_ffn as u64 * d
+        } else {
+            3 * self.ffn as u64 * d
+        };
+        let block = 2 * d + 2 * d * d + 2 * kv * d + ffn;
         v * d * (if self.tied { 1 } else { 2 }) + d + self.layers as u64 * block
     }
 }
@@ -176,7 +259,15 @@ impl fmt::Display for ModelShape {
             self.vocab,
             self.context,
             self.tied
-        )
+        )?;
+        if self.is_moe() {
+            write!(
+                f,
+                ",experts={},experts_used={},expert_ffn={}",
+                self.experts, self.experts_used, self.expert_ffn
+            )?;
+        }
+        Ok(())
     }
 }
 

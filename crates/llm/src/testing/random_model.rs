@@ -160,6 +160,11 @@ impl RandomModelSpec {
         md.set(arch(keys::ROPE_FREQ_BASE), 10_000.0f32);
         md.set(arch(keys::RMS_EPS), 1e-5f32);
         md.set(arch(keys::VOCAB_SIZE), n(s.vocab));
+        if s.is_moe() {
+            md.set(arch(keys::EXPERT_COUNT), n(s.experts));
+            md.set(arch(keys::EXPERT_USED_COUNT), n(s.experts_used));
+            md.set(arch(keys::EXPERT_FEED_FORWARD_LENGTH), n(s.expert_ffn));
+        }
         if let Some(tokenizer) = &self.tokenizer {
             for (k, v) in tokenizer.iter() {
                 md.set(k, v.clone());
@@ -193,6 +198,14 @@ impl RandomModelSpec {
             specs.push(spec(b(BlockTensor::AttnV), &[kv, s.dim])?);
             specs.push(spec(b(BlockTensor::AttnOutput), &[s.dim, s.dim])?);
             specs.push(spec(b(BlockTensor::FfnNorm), &[s.dim])?);
+            if s.is_moe() {
+                let (e, f) = (s.experts, s.expert_ffn);
+                specs.push(spec(b(BlockTensor::FfnGateInp), &[e, s.dim])?);
+                specs.push(spec(b(BlockTensor::FfnGateExps), &[e, f, s.dim])?);
+                specs.push(spec(b(BlockTensor::FfnUpExps), &[e, f, s.dim])?);
+                specs.push(spec(b(BlockTensor::FfnDownExps), &[e, s.dim, f])?);
+                continue;
+            }
             specs.push(spec(b(BlockTensor::FfnGate), &[s.ffn, s.dim])?);
             specs.push(spec(b(BlockTensor::FfnUp), &[s.ffn, s.dim])?);
             specs.push(spec(b(BlockTensor::FfnDown), &[s.dim, s.ffn])?);

@@ -62,7 +62,7 @@ pub fn run(model: &ModelSource, threads: usize, out: &mut Vec<Check>) -> Result<
     let prefill_peak = engine.pool.stats().peak_outstanding_bytes;
     // Float weights go through the packed f32 GEMM, whose tasks (one per thread) pack up
     // to a whole weight panel each; quantized weights are read in place.
-    let packs = !engine.weights.layers[0].up.dtype().is_quantized();
+    let packs = !engine.weights.layers[0].wq.dtype().is_quantized();
     let packing = if packs {
         threads * dims.largest_projection_f32_bytes()
     } else {

@@ -5,18 +5,33 @@
 For every architecture tempra implements this builds a `transformers` model from a config
 (no downloads), re-randomises its weights with a larger spread than the default init (whose
 logits are nearly flat, so any tolerance would pass), rounds them to values f16 holds
-exactly (the first cases' GGUFs store the matrices as F16, so tempra and transformers
-compute on the same numbers; the later ones store F32), trains a small SentencePiece
-`tokenizer.model`, converts the checkpoint with llama.cpp's `convert_hf_to_gguf.py` and
-records transformers' f32 logits at every position of a token sequence. The YaRN and
-LongRoPE cases have an original context of 8 positions, so most of the 32 run past it (up
-to 4x); the LongRoPE case also records the logits of the first 8 tokens alone, which
-transformers computes with the short factors (a sequence within the original context).
+exactly (the GGUFs of the first cases and of the MoE cases store the matrices as F16, so
+tempra and transformers compute on the same numbers; the others store F32), trains a small
+SentencePiece `tokenizer.model`, converts the checkpoint with llama.cpp's
+`convert_hf_to_gguf.py` and records transformers' f32 logits at every position of a token
+sequence. The YaRN and LongRoPE cases have an original context of 8 positions, so most of
+the 32 run past it (up to 4x); the LongRoPE case also records the logits of the first 8
+tokens alone, which transformers computes with the short factors (a sequence within the
+original context).
+
+Cases: llama, llama3, qwen2, qwen3, gemma2, gemma3 (F16 matrices); phi3 (LongRoPE), granite,
+olmo2, smollm3, qwen3_yarn (F32); qwen3moe, qwen2moe, mixtral (Mixture of Experts, F16).
+The MoE cases have 8 experts of width 32, 2 used per token, in every layer: qwen3moe
+renormalises the top-2 softmax probabilities (`norm_topk_prob`), qwen2moe does not and adds
+a shared expert scaled by a sigmoid gate, mixtral (converted as GGUF arch `llama` with
+`llama.expert_count`) renormalises. Their routers get a larger spread than the other
+matrices so that the tokens spread over the experts (at least half of them chosen in every
+layer), and their entries record the positions and layers where the k-th and (k+1)-th
+router probabilities are closer than `NEAR_TIE` (rounding can pick either expert there).
 
 Outputs, per case NAME: `NAME.gguf`, `NAME.logits.bin` (little-endian f32 `[T, vocab]`),
 `NAME.logits_f16kv.bin` (the same with keys and values rounded to f16 as a cache holds them),
 `NAME.logits_short.bin` for the LongRoPE case, and an entry in `references.json` (tokens,
-shape, what the case covers).
+shape, what the case covers; for the MoE cases `expert_count`, `experts_used` and
+`router_near_ties`: `{position, layer, margin, cache: "f32" | "f16"}` per near-tie, in the
+f32 run and in the f16-cache run, and `router_margins`: per position, the smallest such
+margin over the layers of the f32 run, for tests whose perturbation is larger than an f16
+cache's, such as Q8_0 weights).
 
 Requirements (CPU is enough): `pip install torch transformers sentencepiece gguf numpy
 safetensors protobuf`, and llama.cpp's converter, e.g. from the llama-cpp-python source
@@ -28,7 +43,8 @@ then
 (the converter's own `gguf-py` and its directory, which holds the `conversion` package
 of newer versions, are put on the path first). The first six cases were made with torch
 2.15, transformers 5.24 and llama.cpp from llama-cpp-python 0.3.16; the later ones
-(`--only` picks cases) with transformers 5.25 and llama.cpp from llama-cpp-python 0.3.36.
+(`--only` picks cases, e.g. `--only qwen3moe qwen2moe mixtral`) with transformers 5.25 and
+llama.cpp from llama-cpp-python 0.3.36.
 """
 
 import argparse
@@ -48,7 +64,13 @@ HERE = Path(__file__).resolve().parent
 VOCAB = 320
 SEQ_LEN = 32
 MIN_TOP1_GAP = 0.02
+MIN_DISTINCT_TOP1 = 10
 MAX_F16KV_SHIFT = 4e-3
+# Router probabilities closer than this at the k-th/(k+1)-th place are reported as near-ties.
+NEAR_TIE = 1e-3
+# Gain of the MoE routers (and qwen2moe's shared-expert gate) over the unit gain of the
+# other matrices, so that the tokens pick different experts with clear margins.
+ROUTER_GAIN = 2.0
 
 TEXT = """Once upon a time there was a little robot named Tempra. It liked to count the
 stars and read long books about memory, buffers and pools. Every morning the robot went
@@ -103,7 +125,8 @@ def train_tokenizer(out_dir: Path) -> spm.SentencePieceProcessor:
 def cases():
     """(name, config class, model class, config kwargs, legacy keys for the converter,
     what the case covers[, options: `outtype` (f16 by default), `short` (also record the
-    logits of the first `short` tokens alone)])."""
+    logits of the first `short` tokens alone), `spm_vocab` (the converter reads the
+    SentencePiece vocabulary), `moe` (record the routing)])."""
     tf = transformers
     common = dict(
         vocab_size=VOCAB,
@@ -116,6 +139,9 @@ def cases():
         rms_norm_eps=1e-6,
         attn_implementation="eager",
     )
+    # Mixture of Experts: 8 experts of width 32, 2 per token, in every layer, computed by
+    # transformers' plain loop over the experts.
+    moe = dict(common, hidden_size=64, head_dim=16, num_experts_per_tok=2, experts_implementation="eager")
     return [
         (
             "llama",
@@ -298,6 +324,62 @@ def cases():
             "quantization block), F32 weights",
             {"outtype": "f32"},
         ),
+        (
+            "qwen3moe",
+            tf.Qwen3MoeConfig,
+            tf.Qwen3MoeForCausalLM,
+            dict(
+                moe,
+                num_experts=8,
+                moe_intermediate_size=32,
+                decoder_sparse_step=1,
+                mlp_only_layers=[],
+                norm_topk_prob=True,
+                rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+                tie_word_embeddings=True,
+            ),
+            {"rope_theta": 1000000.0},
+            "qwen3moe: 8 experts (width 32), top-2 of the router softmax renormalised, every layer "
+            "sparse, q/k norms, width 64, tied output",
+            {"moe": True, "spm_vocab": True},
+        ),
+        (
+            "qwen2moe",
+            tf.Qwen2MoeConfig,
+            tf.Qwen2MoeForCausalLM,
+            dict(
+                moe,
+                num_experts=8,
+                moe_intermediate_size=32,
+                shared_expert_intermediate_size=48,
+                decoder_sparse_step=1,
+                mlp_only_layers=[],
+                norm_topk_prob=False,
+                rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+                tie_word_embeddings=True,
+            ),
+            {"rope_theta": 1000000.0},
+            "qwen2moe: 8 experts (width 32), top-2 router softmax probabilities not renormalised, "
+            "shared expert (width 48) scaled by sigmoid(shared_expert_gate), every layer sparse, "
+            "q/k/v biases, width 64, tied output",
+            {"moe": True, "spm_vocab": True},
+        ),
+        (
+            "mixtral",
+            tf.MixtralConfig,
+            tf.MixtralForCausalLM,
+            dict(
+                moe,
+                num_local_experts=8,
+                intermediate_size=32,
+                rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+                tie_word_embeddings=True,
+            ),
+            {"rope_theta": 1000000.0},
+            "mixtral (GGUF arch llama with llama.expert_count): 8 experts (width 32), top-2 of the "
+            "router softmax renormalised, every layer sparse, interleaved rope, width 64, tied output",
+            {"moe": True},
+        ),
     ]
 
 
@@ -328,7 +410,8 @@ class F16KvCache:
     """While active, attention reads keys and values rounded to f16 (after rope), as an
     engine with an f16 KV cache does: the logits it gives are the f16-cache reference."""
 
-    MODULES = ["llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "granite", "olmo2", "smollm3"]
+    MODULES = ["llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "granite", "olmo2", "smollm3",
+               "qwen3_moe", "qwen2_moe", "mixtral"]
 
     def __enter__(self):
         self.saved = []
@@ -365,11 +448,45 @@ def rerandomise(model: torch.nn.Module, gemma: bool, generator: torch.Generator)
                 value = std * torch.randn(p.shape, generator=generator)
             else:
                 # Unit gain keeps activations O(1); the head gets more so logits spread
-                # (Granite's more again: it divides the logits by `logits_scaling`).
+                # (Granite's more again: it divides the logits by `logits_scaling`), and so do
+                # the MoE routers (`mlp.gate`, transformers' name for Mixtral's
+                # `block_sparse_moe.gate` too) and qwen2moe's shared-expert gate. The experts'
+                # `gate_up_proj` [experts, 2 x width, hidden] and `down_proj` [experts, hidden,
+                # width] have their fan-in last as the other matrices do.
                 fan_in = p.shape[-1]
-                gain = 2.0 * getattr(model.config, "logits_scaling", 1.0) if "lm_head" in name else 1.0
+                if "lm_head" in name:
+                    gain = 2.0 * getattr(model.config, "logits_scaling", 1.0)
+                elif name.endswith(("mlp.gate.weight", "mlp.shared_expert_gate.weight")):
+                    gain = ROUTER_GAIN
+                else:
+                    gain = 1.0
                 value = gain / fan_in**0.5 * torch.randn(p.shape, generator=generator)
             p.copy_(value.half().float())
+
+
+def forward(model: torch.nn.Module, tokens: list[int], moe: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """The logits [T, vocab] and, for a MoE model, the router probabilities [layers, T,
+    experts] (the softmax of the router logits that transformers takes the top-k of)."""
+    out = model(torch.tensor([tokens]), **({"output_router_logits": True} if moe else {}))
+    logits = out.logits[0].float().numpy()
+    if not moe:
+        return logits, None
+    probs = torch.stack([torch.softmax(r.float(), dim=-1) for r in out.router_logits])
+    return logits, probs.numpy()
+
+
+def router_margins(probs: np.ndarray, k: int) -> np.ndarray:
+    """The k-th largest router probability less the (k+1)-th, [layers, T]."""
+    ranked = -np.sort(-probs, -1)
+    return ranked[..., k - 1] - ranked[..., k]
+
+
+def near_ties(probs: np.ndarray, k: int, cache: str) -> list[dict]:
+    """(position, layer) where the k-th and (k+1)-th router probabilities differ by less
+    than NEAR_TIE."""
+    margins = router_margins(probs, k)
+    return [{"position": int(t), "layer": int(l), "margin": float(margins[l, t]), "cache": cache}
+            for l, t in zip(*np.nonzero(margins < NEAR_TIE))]
 
 
 def main() -> None:
@@ -398,28 +515,39 @@ def main() -> None:
                 continue
             options = rest[0] if rest else {}
             short = options.get("short")
+            moe = options.get("moe", False)
             # The first seed whose top-1 token leads the runner-up by MIN_TOP1_GAP at every
             # position (so the top-1 comparison is not decided by rounding) and whose logits
             # an f16 cache moves by at most MAX_F16KV_SHIFT (below the test's tolerance of
-            # 5e-3: random weights can make attention arbitrarily sensitive to rounding).
+            # 5e-3: random weights can make attention arbitrarily sensitive to rounding), and
+            # whose top-1 tokens take MIN_DISTINCT_TOP1 values (the test's "not flat" rule).
             for seed in range(100 * index, 100 * index + 100):
                 torch.manual_seed(seed)
                 config = config_cls(bos_token_id=1, eos_token_id=2, pad_token_id=None, **kwargs)
                 model = model_cls(config).eval()
                 rerandomise(model, name.startswith("gemma"), torch.Generator().manual_seed(1000 + seed))
                 with torch.no_grad():
-                    logits = model(torch.tensor([tokens])).logits[0].float().numpy()
+                    logits, probs = forward(model, tokens, moe)
                     with F16KvCache():
-                        logits_f16kv = model(torch.tensor([tokens])).logits[0].float().numpy()
+                        logits_f16kv, probs_f16kv = forward(model, tokens, moe)
                     if short:
                         logits_short = model(torch.tensor([tokens[:short]])).logits[0].float().numpy()
                 top2 = np.sort(logits, -1)[:, -2:]
                 f16kv_shift = np.abs(logits_f16kv - logits).max()
-                if (top2[:, 1] - top2[:, 0]).min() >= MIN_TOP1_GAP and f16kv_shift <= MAX_F16KV_SHIFT:
+                distinct = len(set(np.argmax(logits, -1).tolist()))
+                if ((top2[:, 1] - top2[:, 0]).min() >= MIN_TOP1_GAP and f16kv_shift <= MAX_F16KV_SHIFT
+                        and distinct >= MIN_DISTINCT_TOP1):
                     break
             else:
-                raise SystemExit(f"{name}: no seed gives a top-1 gap of {MIN_TOP1_GAP} and an f16 cache shift "
-                                 f"of at most {MAX_F16KV_SHIFT}")
+                raise SystemExit(f"{name}: no seed gives a top-1 gap of {MIN_TOP1_GAP}, an f16 cache shift "
+                                 f"of at most {MAX_F16KV_SHIFT} and {MIN_DISTINCT_TOP1} distinct top-1 tokens")
+            if moe:
+                k = config.num_experts_per_tok
+                n_experts = probs.shape[-1]
+                chosen = np.argsort(-probs, -1, kind="stable")[..., :k]
+                per_layer = [len(np.unique(chosen[l])) for l in range(probs.shape[0])]
+                assert min(per_layer) >= n_experts / 2, f"{name}: experts chosen per layer {per_layer}"
+                ties = near_ties(probs, k, "f32") + near_ties(probs_f16kv, k, "f16")
             hf_dir = tmp / name
             model.save_pretrained(hf_dir, safe_serialization=True)
             # The converter predates transformers 5's `rope_parameters`: give it the
@@ -454,6 +582,13 @@ def main() -> None:
                 "f16kv_max_abs_diff": float(np.abs(logits_f16kv - logits).max()),
                 "covers": covers,
             }
+            if moe:
+                references["cases"][name].update(
+                    expert_count=n_experts, experts_used=k, router_near_ties=ties,
+                    router_margins=[float(m) for m in router_margins(probs, k).min(0)])
+                min_margin = min(router_margins(probs, k).min(), router_margins(probs_f16kv, k).min())
+                print(f"{name}: {len(ties)} router near-ties (below {NEAR_TIE}), min k-th/(k+1)-th "
+                      f"margin {min_margin:.2e}, experts chosen per layer {per_layer}")
             if args.only:
                 references["cases"][name]["generator"] = generator
             if short:
