@@ -13,9 +13,12 @@ use tempra_llm::testing::{ModelShape, RandomModelSpec, write_random_model};
 pub(crate) const HELP: &str = "\
 cargo xtask make-model [--arch llama] [--shape tiny|110m|1b|DIMS] [--dtype TYPE] [--seed N] [--vocab GGUF] -o FILE
 
-  --shape   tiny (default; 2 layers, dim 256), 110m, 1b (TinyLlama-1.1B sizes), or
+  --shape   tiny (default; 2 layers, dim 256), 110m, 1b (TinyLlama-1.1B sizes),
+            tiny-moe (tiny with 8 experts, 2 used), moe-2b (Qwen3-30B-A3B's form at 2.5 B:
+            dim 1024, 24 layers, 16/4 heads, 64 experts of width 512, 8 used), or
             comma-separated overrides of tiny: dim=,layers=,heads=,kv_heads=,ffn=,vocab=,
-            context=,tied=true|false
+            context=,tied=true|false,experts=,experts_used=,expert_ffn= (experts > 0 makes a
+            Mixtral-form mixture of experts: llama with stacked ffn_*_exps and a router)
   --dtype   f32 (default), f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k_m, q4_k_m,
             q5_k_m, q6_k, iq4_nl, iq4_xs (the _m and iq4 types use llama.cpp's
             per-tensor mixes)
@@ -70,8 +73,16 @@ pub(crate) fn make_model(args: &[String]) -> Result<()> {
         .map_err(|e| e.into_error())
         .with_context(|| format!("writing {}", output.display()))?;
     let size = std::fs::metadata(&output).map(|m| m.len()).unwrap_or(0);
+    let active = if spec.shape.is_moe() {
+        format!(
+            ", {:.1}M active per token",
+            spec.shape.active_parameter_count() as f64 / 1e6
+        )
+    } else {
+        String::new()
+    };
     println!(
-        "xtask: wrote {} ({} {}, {:.1}M parameters, seed {}): {:.1} MiB in {:.1}s",
+        "xtask: wrote {} ({} {}, {:.1}M parameters{active}, seed {}): {:.1} MiB in {:.1}s",
         output.display(),
         spec.arch,
         spec.qtype,
