@@ -70,11 +70,14 @@ pub enum DType {
     TQ1_0,
     /// ggml TQ2_0: 256-value super-block, ternary values in 2 bits each.
     TQ2_0,
+    /// ggml MXFP4: 32 values, one E8M0 power-of-two scale, 4-bit E2M1 values (gpt-oss's
+    /// experts).
+    MXFP4,
 }
 
 impl DType {
     /// Every dtype, in declaration order.
-    pub const ALL: [DType; 30] = [
+    pub const ALL: [DType; 31] = [
         DType::F64,
         DType::F32,
         DType::F16,
@@ -105,6 +108,7 @@ impl DType {
         DType::IQ1M,
         DType::TQ1_0,
         DType::TQ2_0,
+        DType::MXFP4,
     ];
 
     /// Elements per storage unit: 1 for plain dtypes, 32 or 256 for block formats.
@@ -113,7 +117,7 @@ impl DType {
             DType::F64 | DType::F32 | DType::F16 | DType::BF16 => 1,
             DType::I32 | DType::U32 | DType::U8 => 1,
             DType::Q4_0 | DType::Q4_1 | DType::Q5_0 | DType::Q5_1 | DType::Q8_0 | DType::Q8_1 => 32,
-            DType::IQ4NL => 32,
+            DType::IQ4NL | DType::MXFP4 => 32,
             DType::Q2K | DType::Q3K | DType::Q4K | DType::Q5K | DType::Q6K | DType::Q8K => 256,
             DType::IQ2XXS | DType::IQ2XS | DType::IQ2S | DType::IQ3XXS | DType::IQ3S => 256,
             DType::IQ1S | DType::IQ1M | DType::IQ4XS | DType::TQ1_0 | DType::TQ2_0 => 256,
@@ -149,6 +153,7 @@ impl DType {
             DType::IQ1M => 56,
             DType::IQ4XS => 136,
             DType::TQ1_0 => 54,
+            DType::MXFP4 => 17,
         }
     }
 
@@ -200,6 +205,7 @@ impl DType {
             DType::IQ1M => 29,
             DType::TQ1_0 => 34,
             DType::TQ2_0 => 35,
+            DType::MXFP4 => 39,
             DType::I32 => 26,
             DType::F64 => 28,
             DType::BF16 => 30,
@@ -235,6 +241,7 @@ impl DType {
             29 => DType::IQ1M,
             34 => DType::TQ1_0,
             35 => DType::TQ2_0,
+            39 => DType::MXFP4,
             26 => DType::I32,
             28 => DType::F64,
             30 => DType::BF16,
@@ -275,6 +282,7 @@ impl DType {
             DType::IQ1M => "iq1_m",
             DType::TQ1_0 => "tq1_0",
             DType::TQ2_0 => "tq2_0",
+            DType::MXFP4 => "mxfp4",
         }
     }
 }
@@ -328,6 +336,7 @@ mod tests {
             (DType::IQ1M, 29, 256, 56),
             (DType::TQ1_0, 34, 256, 54),
             (DType::TQ2_0, 35, 256, 66),
+            (DType::MXFP4, 39, 32, 17),
         ];
         for (dtype, id, block_len, block_bytes) in expected {
             assert_eq!(dtype.gguf_type_id(), Some(id), "{dtype}");

@@ -1,9 +1,9 @@
 //! The block formats against two peer implementations, from goldens in
 //! `tests/data/quant/` (see its README.md and make_quant_goldens.py; no Python runs here):
 //!
-//! - the `gguf` Python package: dequantization of every storage format (the I-quants and
-//!   ternary formats included) and quantization of Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0, bit-
-//!   and byte-exact;
+//! - the `gguf` Python package: dequantization of every storage format (the I-quants,
+//!   ternary formats and MXFP4 included) and quantization of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0
+//!   and MXFP4, bit- and byte-exact;
 //! - ggml's own C reference code: quantization of the twelve legacy and K formats
 //!   (including the activation formats Q8_1 and Q8_K) and of IQ4_NL, IQ4_XS, TQ1_0 and
 //!   TQ2_0, byte-exact, and the scalar quantized dot products of all of them.
@@ -92,7 +92,12 @@ fn assert_same_bytes(dtype: DType, what: &str, got: &[u8], expected: &[u8]) {
 
 #[test]
 fn dequantize_matches_gguf_on_random_blocks() {
-    for dtype in LEGACY.into_iter().chain(K_QUANTS).chain(I_QUANTS) {
+    for dtype in LEGACY
+        .into_iter()
+        .chain(K_QUANTS)
+        .chain(I_QUANTS)
+        .chain([DType::MXFP4])
+    {
         let blocks = golden(&format!("{dtype}.random.bin"));
         let expected = golden_f32(&format!("{dtype}.random.dequant.f32"));
         assert_same_bits(
@@ -106,7 +111,7 @@ fn dequantize_matches_gguf_on_random_blocks() {
 
 #[test]
 fn dequantize_matches_gguf_on_quantized_input() {
-    for dtype in LEGACY {
+    for dtype in LEGACY.into_iter().chain([DType::MXFP4]) {
         let blocks = golden(&format!("{dtype}.bin"));
         let expected = golden_f32(&format!("{dtype}.dequant.f32"));
         assert_same_bits(
@@ -121,7 +126,7 @@ fn dequantize_matches_gguf_on_quantized_input() {
 #[test]
 fn quantize_matches_gguf_bytes() {
     let input = golden_f32("legacy_input.f32");
-    for dtype in LEGACY {
+    for dtype in LEGACY.into_iter().chain([DType::MXFP4]) {
         let expected = golden(&format!("{dtype}.bin"));
         assert_same_bytes(
             dtype,

@@ -32,6 +32,7 @@ mod iq4_search;
 mod iq4_xs;
 mod iq_grid_data;
 pub mod iq_grids;
+mod mxfp4;
 mod q2_k;
 mod q3_k;
 mod q4_0;
@@ -64,6 +65,7 @@ pub use iq3_s::BlockIQ3S;
 pub use iq3_xxs::BlockIQ3XXS;
 pub use iq4_nl::BlockIQ4NL;
 pub use iq4_xs::BlockIQ4XS;
+pub use mxfp4::{BlockMXFP4, KVALUES_MXFP4, e8m0_to_f32_half};
 pub use q2_k::BlockQ2K;
 pub use q3_k::BlockQ3K;
 pub use q4_0::BlockQ4_0;
@@ -126,6 +128,7 @@ macro_rules! dispatch_quantizable {
         match $dtype {
             DType::IQ4NL => $func::<$crate::quant::BlockIQ4NL>($($arg),*),
             DType::IQ4XS => $func::<$crate::quant::BlockIQ4XS>($($arg),*),
+            DType::MXFP4 => $func::<$crate::quant::BlockMXFP4>($($arg),*),
             DType::TQ1_0 => $func::<$crate::quant::BlockTQ1_0>($($arg),*),
             DType::TQ2_0 => $func::<$crate::quant::BlockTQ2_0>($($arg),*),
             DType::Q4_0 => $func::<$crate::quant::BlockQ4_0>($($arg),*),
@@ -272,8 +275,9 @@ mod tests {
             size_of::<BlockIQ4XS>(),
             size_of::<BlockTQ1_0>(),
             size_of::<BlockTQ2_0>(),
+            size_of::<BlockMXFP4>(),
         ];
-        assert_eq!(sizes, [66, 74, 82, 98, 110, 50, 56, 18, 136, 54, 66]);
+        assert_eq!(sizes, [66, 74, 82, 98, 110, 50, 56, 18, 136, 54, 66, 17]);
         assert_eq!(align_of::<BlockQ8K>(), 4);
         assert_eq!(align_of::<BlockQ6K>(), 2);
     }
@@ -320,7 +324,7 @@ mod tests {
             assert!(dequantize_row(dtype, &blocks[1..], &mut out).is_err());
             assert!(dequantize_row(dtype, &blocks, &mut out[1..]).is_err());
         }
-        assert_eq!(block_dtypes(true).count(), 16);
+        assert_eq!(block_dtypes(true).count(), 17);
         assert_eq!(block_dtypes(false).count(), 7);
         assert!(!has_quantizer(DType::F32));
     }

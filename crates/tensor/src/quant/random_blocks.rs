@@ -16,6 +16,8 @@ enum ScaleFields {
     At(&'static [usize]),
     /// IQ1_M: one f16 spread over the top nibbles of the four 16-bit words at byte 48.
     Iq1m,
+    /// MXFP4: an E8M0 exponent byte at byte 0 (the power of two nearest the scale).
+    E8m0,
 }
 
 /// The scale fields of a weight format, or `None` for the activation formats and plain
@@ -33,6 +35,7 @@ fn scale_fields(dtype: DType) -> Option<ScaleFields> {
         DType::TQ1_0 => At(&[52]),
         DType::TQ2_0 => At(&[64]),
         DType::IQ1M => ScaleFields::Iq1m,
+        DType::MXFP4 => ScaleFields::E8m0,
         _ => return None,
     })
 }
@@ -54,13 +57,20 @@ fn set_scales(fields: &ScaleFields, block: &mut [u8], value: f16) {
                 block[at..at + 2].copy_from_slice(&word.to_le_bytes());
             }
         }
+        ScaleFields::E8m0 => {
+            // The block's values are 2^(e − 128) · level.
+            let e = (value.to_f32().abs().max(f32::MIN_POSITIVE).log2().round() + 128.0)
+                .clamp(0.0, 255.0);
+            block[0] = e as u8;
+        }
     }
 }
 
 /// `blocks` blocks of the weight format `dtype` (any block format but the activation
 /// formats Q8_1 and Q8_K) with uniformly random quant, index, sign and sub-scale bytes,
-/// each block's f16 scales chosen so its values have a root mean square near `rms`. The
-/// same arguments give the same bytes.
+/// each block's f16 scales chosen so its values have a root mean square near `rms`
+/// (MXFP4's power-of-two scale: within a factor √2 of it). The same arguments give the
+/// same bytes.
 ///
 /// Errors: [`TensorError::DType`] for a dtype that is not a weight block format.
 pub fn random_blocks(dtype: DType, blocks: usize, rms: f32, seed: u64) -> Result<Vec<u8>> {
@@ -109,15 +119,21 @@ mod tests {
                 random_blocks(dtype, 4, 1.0, 7).unwrap(),
                 "{dtype} seeded"
             );
+            // A power-of-two scale lands within a factor 2 of the mean square.
+            let (low, high) = if dtype == DType::MXFP4 {
+                (0.5, 2.0)
+            } else {
+                (0.8, 1.25)
+            };
             let mut values = vec![0f32; 4 * dtype.block_len()];
             dequantize_row(dtype, &bytes, &mut values).unwrap();
             let ms = values.iter().map(|v| v * v).sum::<f32>() / values.len() as f32;
-            assert!((0.8..1.25).contains(&ms), "{dtype}: mean square {ms}");
+            assert!((low..high).contains(&ms), "{dtype}: mean square {ms}");
             let small = random_blocks(dtype, 4, 0.01, 7).unwrap();
             dequantize_row(dtype, &small, &mut values).unwrap();
             let ms = values.iter().map(|v| v * v).sum::<f32>() / values.len() as f32;
             assert!(
-                (0.8e-4..1.25e-4).contains(&ms),
+                (low * 1e-4..high * 1e-4).contains(&ms),
                 "{dtype}: mean square {ms} at rms 0.01"
             );
         }

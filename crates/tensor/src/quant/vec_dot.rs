@@ -42,14 +42,14 @@ pub trait QuantDot: QuantBlock {
 }
 
 /// The dtype activations are quantized to before a dot product with `w`-typed weights,
-/// as ggml's `vec_dot_type`: Q4_0, Q5_0, Q8_0, IQ4_NL → Q8_0; Q4_1, Q5_1 → Q8_1; the
+/// as ggml's `vec_dot_type`: Q4_0, Q5_0, Q8_0, IQ4_NL, MXFP4 → Q8_0; Q4_1, Q5_1 → Q8_1; the
 /// K-quants, the other I-quants and the ternary formats → Q8_K.
 ///
 /// The activation formats pair with themselves (Q8_1 → Q8_1, Q8_K → Q8_K), and so do the
 /// plain dtypes (F32 → F32, ...), for which no quantized dot product exists.
 pub fn vec_dot_dtype(w: DType) -> DType {
     match w {
-        DType::Q4_0 | DType::Q5_0 | DType::Q8_0 | DType::IQ4NL => DType::Q8_0,
+        DType::Q4_0 | DType::Q5_0 | DType::Q8_0 | DType::IQ4NL | DType::MXFP4 => DType::Q8_0,
         DType::Q4_1 | DType::Q5_1 | DType::Q8_1 => DType::Q8_1,
         DType::Q2K | DType::Q3K | DType::Q4K | DType::Q5K | DType::Q6K | DType::Q8K => DType::Q8K,
         DType::IQ2XXS | DType::IQ2XS | DType::IQ2S | DType::IQ3XXS | DType::IQ3S => DType::Q8K,

@@ -14,6 +14,7 @@ and Q8_0 and dequantizes every storage format:
     <type>.dequant.f32        gguf.quants.dequantize(<type>.bin)               legacy types
     <type>.random.bin         random blocks with sane f16 scales (random_blocks())
     <type>.random.dequant.f32 gguf.quants.dequantize(<type>.random.bin)        all 10 types
+    mxfp4.bin, mxfp4.dequant.f32, mxfp4.random.bin, mxfp4.random.dequant.f32   the same for MXFP4
 
 Peer 2, ggml's own C reference (ggml-quants.c, ggml-cpu/quants.c), built from
 ggml_reference.c with a C compiler, covers what gguf-py cannot: K-quant, Q8_1 and Q8_K
@@ -186,6 +187,17 @@ def make_gguf_goldens() -> None:
         blocks = random_blocks(rng, name, 8 if block_len == 256 else 64)
         write(HERE / f"{name}.random.bin", blocks)
         write(HERE / f"{name}.random.dequant.f32", dequantize(blocks, qtype).astype(np.float32))
+    # MXFP4, which gguf-py quantizes too: the legacy input (every exponent it needs lies
+    # well inside E8M0's range) and random blocks, whose random exponent bytes cover the
+    # subnormal scales (0, 1) and the largest (255). Drawn last, as above.
+    q = quantize(x, Q.MXFP4)
+    write(HERE / "mxfp4.bin", q)
+    write(HERE / "mxfp4.dequant.f32", dequantize(q, Q.MXFP4).astype(np.float32))
+    blocks = rng.integers(0, 256, (64, 17), dtype=np.uint8)
+    blocks[:4, 0] = [0, 1, 128, 255]
+    blocks = blocks.reshape(-1)
+    write(HERE / "mxfp4.random.bin", blocks)
+    write(HERE / "mxfp4.random.dequant.f32", dequantize(blocks, Q.MXFP4).astype(np.float32))
 
 
 def make_ggml_goldens(ggml_src: pathlib.Path, cc: str) -> None:
