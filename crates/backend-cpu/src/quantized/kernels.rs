@@ -64,8 +64,8 @@ pub(crate) struct QuantKernels {
 }
 
 /// The weight formats, in table order: the legacy and K formats, then
-/// [`quant::I_QUANTS`].
-pub(crate) const FORMATS: [DType; 21] = {
+/// [`quant::I_QUANTS`], then MXFP4.
+pub(crate) const FORMATS: [DType; 22] = {
     let legacy_and_k = [
         DType::Q4_0,
         DType::Q4_1,
@@ -78,9 +78,9 @@ pub(crate) const FORMATS: [DType; 21] = {
         DType::Q5K,
         DType::Q6K,
     ];
-    let mut formats = [DType::F32; 21];
+    let mut formats = [DType::MXFP4; 22];
     let mut i = 0;
-    while i < formats.len() {
+    while i < formats.len() - 1 {
         formats[i] = if i < legacy_and_k.len() {
             legacy_and_k[i]
         } else {
@@ -203,6 +203,7 @@ pub(crate) const SCALAR: QuantKernels = QuantKernels {
         Some(scalar_dot::<quant::BlockIQ1M>),
         Some(scalar_dot::<quant::BlockTQ1_0>),
         Some(scalar_dot::<quant::BlockTQ2_0>),
+        Some(scalar_dot::<quant::BlockMXFP4>),
     ],
     interleaved: [
         scalar_gemm_r8::<quant::BlockQ4_0>,

@@ -144,6 +144,7 @@ fn table<I: IntDots>(_: I) -> QuantKernels {
         dot_rows::<I, Blocks<Sub<iquants::Iq1M>>>,
         dot_rows::<I, Blocks<iquants::Tq1_0>>,
         dot_rows::<I, Blocks<iquants::Tq2_0>>,
+        dot_rows::<I, lg::Legacy<iquants::Mxfp4>>,
     ];
     // Eight-row GEMVs read the row-interleaved layouts only: over eight row-major rows
     // (eight streams) they were no faster than one-row dots from memory, while over the

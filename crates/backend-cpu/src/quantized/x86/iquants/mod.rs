@@ -31,7 +31,7 @@ use super::{IntDots, Q8K_BYTES, RowDot};
 pub(super) use grid::SubBlockKernel;
 pub(super) use grid::{Iq2S, Iq2Xs, Iq2Xxs, Iq3S, Iq3Xxs};
 pub(super) use iq1::{Iq1M, Iq1S};
-pub(super) use iq4::{Iq4Nl, Iq4Xs};
+pub(super) use iq4::{Iq4Nl, Iq4Xs, Mxfp4};
 pub(super) use ternary::{Tq1_0, Tq2_0};
 
 /// How far ahead of the current block the weight row is prefetched.

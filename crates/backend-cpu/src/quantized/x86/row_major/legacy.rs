@@ -34,6 +34,18 @@ pub(in crate::quantized::x86) trait LegacyFormat {
     ///
     /// A readable weight block at `wp`.
     unsafe fn levels(s: Avx2, wp: *const u8) -> __m256i;
+
+    /// The block's scale times the activation block's at `ap` (`d_w · d_a`): two f16s,
+    /// the weight's at `wp`, unless the format says otherwise (MXFP4's E8M0 exponent).
+    ///
+    /// # Safety
+    ///
+    /// A readable weight block at `wp` and activation block at `ap`.
+    #[inline(always)]
+    unsafe fn scale_product(s: Avx2, wp: *const u8, ap: *const u8) -> f32 {
+        // SAFETY: each block starts with its f16 scale (the caller's contract).
+        unsafe { fp16_product(s, wp, ap) }
+    }
 }
 
 /// The row-major dot product of the 32-value format `F`.
@@ -102,7 +114,7 @@ unsafe fn one_block<I: IntDots, F: LegacyFormat, const R: usize>(
         if F::HAS_MIN {
             unsigned_step(isa, qx, wp, a, acc, mins);
         } else {
-            signed_step(isa, qx, wp, a, acc);
+            signed_step::<I, F, R>(isa, qx, wp, a, acc);
         }
     }
     let act_bytes = if F::HAS_MIN { 36 } else { 34 };
@@ -112,14 +124,14 @@ unsafe fn one_block<I: IntDots, F: LegacyFormat, const R: usize>(
     }
 }
 
-/// Signed weights `qx` (−127..=127, scale the f16 at `wp`) against Q8_0 activation rows:
-/// the step Q4_0, Q5_0 and Q8_0 share.
+/// Signed weights `qx` (−127..=127, scaled by `F::scale_product`) against Q8_0
+/// activation rows: the step Q4_0, Q5_0, Q8_0, IQ4_NL and MXFP4 share.
 ///
 /// # Safety
 ///
 /// The f16 scale at `wp`; each `a[r]` points to a readable Q8_0 block.
 #[inline(always)]
-unsafe fn signed_step<I: IntDots, const R: usize>(
+unsafe fn signed_step<I: IntDots, F: LegacyFormat, const R: usize>(
     isa: I,
     qx: __m256i,
     wp: *const u8,
@@ -133,7 +145,7 @@ unsafe fn signed_step<I: IntDots, const R: usize>(
         // SAFETY: a readable 34-byte Q8_0 block at `a[r]`, the weight scale at `wp`;
         // the token proves AVX2 and FMA.
         unsafe {
-            let d = fp16_product(s, wp, a[r]);
+            let d = F::scale_product(s, wp, a[r]);
             let qy = _mm256_loadu_si256(a[r].add(2) as *const __m256i);
             let zero = _mm256_setzero_si256();
             let p = _mm256_cvtepi32_ps(isa.dpbusd(zero, ax, _mm256_sign_epi8(qy, qx)));
