@@ -99,7 +99,7 @@ mod tests {
                 .unwrap_or_else(|_| panic!("README budget {cell:?}"))
         };
         let dequantized = "dequantized values (any block format)";
-        let small = "product over 32-value weight blocks (q4_0 … q8_0, iq4_nl)";
+        let small = "product over 32-value weight blocks (q4_0 … q8_0, iq4_nl, mxfp4)";
         let k =
             "product over 256-value weight blocks (q2_K … q6_K, the other I-quants, tq1_0, tq2_0)";
         let expected = [
