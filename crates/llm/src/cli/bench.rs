@@ -139,6 +139,8 @@ pub(crate) fn run(args: BenchArgs) -> anyhow::Result<()> {
     let pool_peak_bytes = model.autograd().ctx().pool_stats().peak_outstanding_bytes;
     let mem_bw_gbs = tempra_backend_cpu::memory_bandwidth::read_bandwidth_gbs(model.threads(), 5);
     let model_bytes = model.weights().bytes();
+    let experts_used = model.config().moe.map_or(0, |m| m.experts_used);
+    let active_bytes = model.weights().active_bytes(experts_used);
     let report = Report {
         model: &model,
         model_path: args.engine.model.model.display().to_string(),
@@ -148,6 +150,7 @@ pub(crate) fn run(args: BenchArgs) -> anyhow::Result<()> {
         tg,
         constrained,
         model_bytes,
+        active_bytes,
         mem_bw_gbs,
         peak_rss_bytes,
         pool_peak_bytes,
@@ -221,15 +224,18 @@ struct Report<'a> {
     tg: Option<Rate>,
     constrained: Option<ConstrainedRates>,
     model_bytes: usize,
+    /// The weight bytes one decoded token reads (a mixture of experts' chosen experts).
+    active_bytes: usize,
     mem_bw_gbs: f64,
     peak_rss_bytes: Option<u64>,
     pool_peak_bytes: usize,
 }
 
 impl Report<'_> {
-    /// The rate at which decode reads the weights, in GB/s.
+    /// The rate at which decode reads the weights a token needs (the active bytes of a
+    /// mixture of experts), in GB/s.
     fn tg_weight_read_gbs(&self) -> Option<f64> {
-        self.tg.map(|tg| self.model_bytes as f64 * tg.mean / 1e9)
+        self.tg.map(|tg| self.active_bytes as f64 * tg.mean / 1e9)
     }
 
     fn write_json(&self, out: &mut impl Write) -> anyhow::Result<()> {
@@ -247,6 +253,7 @@ impl Report<'_> {
             "tg_tok_s": self.tg.map(|r| r.mean),
             "tg_tok_s_sd": self.tg.map(|r| r.sd),
             "model_bytes": self.model_bytes,
+            "active_bytes": self.active_bytes,
             "mem_bw_gbs": self.mem_bw_gbs,
             "tg_weight_read_gbs": self.tg_weight_read_gbs(),
             "kv_type": self.model.kv_types().to_string(),
@@ -331,7 +338,12 @@ impl Report<'_> {
         if let Some(gbs) = self.tg_weight_read_gbs() {
             writeln!(
                 out,
-                "decode reads the weights at {gbs:.1} GB/s ({:.0}% of the measured bandwidth)",
+                "decode reads the {} weights at {gbs:.1} GB/s ({:.0}% of the measured bandwidth)",
+                if self.active_bytes < self.model_bytes {
+                    format!("{} active", mib(self.active_bytes as u64))
+                } else {
+                    "model's".to_string()
+                },
                 100.0 * gbs / self.mem_bw_gbs.max(1e-9)
             )?;
         }

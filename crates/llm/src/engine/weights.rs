@@ -721,6 +721,25 @@ impl ModelWeights {
     }
 }
 
+impl ModelWeights {
+    /// Bytes of weight data one decoded token reads: [`Self::bytes`] with each expert
+    /// stack counted for the `experts_used` of its experts a token routes to (every
+    /// weight of a dense model).
+    pub fn active_bytes(&self, experts_used: usize) -> usize {
+        let mut unused = 0.0;
+        for l in &self.layers {
+            if let FeedForward::Experts(e) = &l.ffn {
+                for stack in [&e.gate, &e.up, &e.down] {
+                    let experts = stack.dims()[0].max(1);
+                    let idle = experts.saturating_sub(experts_used) as f64 / experts as f64;
+                    unused += own_bytes(stack.tensor()) as f64 * idle;
+                }
+            }
+        }
+        self.bytes() - unused.round() as usize
+    }
+}
+
 /// The bytes `t`'s layout addresses from its first unit (a view's, not its storage's).
 fn own_bytes(t: &Tensor) -> usize {
     let layout = t.layout();
