@@ -153,7 +153,10 @@ impl RandomModelSpec {
         md.set(arch(keys::CONTEXT_LENGTH), n(s.context));
         md.set(arch(keys::EMBEDDING_LENGTH), n(s.dim));
         md.set(arch(keys::BLOCK_COUNT), n(s.layers));
-        md.set(arch(keys::FEED_FORWARD_LENGTH), n(s.ffn));
+        // A Mixtral-form file's FFN width is its experts' (llama.cpp reads no other key
+        // for `llama`).
+        let ffn = if s.is_moe() { s.expert_ffn } else { s.ffn };
+        md.set(arch(keys::FEED_FORWARD_LENGTH), n(ffn));
         md.set(arch(keys::HEAD_COUNT), n(s.heads));
         md.set(arch(keys::HEAD_COUNT_KV), n(s.kv_heads));
         md.set(arch(keys::ROPE_DIMENSION_COUNT), n(s.head_dim()));
