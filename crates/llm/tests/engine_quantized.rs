@@ -69,10 +69,16 @@ fn check_spec(spec: &RandomModelSpec, qtype: &str, max_nmse: f64) {
         }
         // Every Q6_K matrix `linear` reads (Q4_K_M's down projections of some layers,
         // its output head) runs as q6_K_r8.
-        let originals = model.weights().layers.iter().map(|l| dense(l).down);
-        let prepared = model.forward_weights().layers.iter().map(|l| dense(l).down);
+        let downs = |layers: &[tempra_llm::engine::LayerWeights]| -> Vec<_> {
+            layers
+                .iter()
+                .filter_map(|l| l.ffn.dense().map(|d| d.down.clone()))
+                .collect()
+        };
+        let originals = downs(&model.weights().layers);
+        let prepared = downs(&model.forward_weights().layers);
         let mut q6_k = 0;
-        for (prepared, original) in prepared.zip(originals) {
+        for (prepared, original) in prepared.iter().zip(&originals) {
             if original.tensor().dtype() == DType::Q6K {
                 assert_eq!(layout(prepared.tensor()), Some("q6_K_r8"), "{qtype}");
                 q6_k += 1;
@@ -102,6 +108,37 @@ fn check_spec(spec: &RandomModelSpec, qtype: &str, max_nmse: f64) {
     }
 
     let margin = flip_margin(&reference, max_nmse);
+    // A mixture of experts: a token whose router has a near-tie may go to other experts
+    // once the weights are rounded, and then its logits move far more than rounding
+    // moves them (the dense MXFP4 case shows the arithmetic itself within budget). Such
+    // positions (a row error over 20 budgets) are reported and left out, one in 20 at
+    // most; every other position keeps the budget and the top-1 rule.
+    let (reference, prefill, decode) = if model.config().moe.is_some() {
+        let rerouted: Vec<usize> = prefill
+            .chunks_exact(vocab)
+            .zip(reference.chunks_exact(vocab))
+            .enumerate()
+            .filter(|(_, (g, w))| errors(g, w, vocab, margin).1 > 20.0 * max_nmse)
+            .map(|(p, _)| p)
+            .collect();
+        eprintln!("{qtype}: positions {rerouted:?} rerouted, left out");
+        assert!(
+            rerouted.len() * 20 <= tokens.len(),
+            "{qtype}: {} of {} positions far off: {rerouted:?}",
+            rerouted.len(),
+            tokens.len()
+        );
+        let keep = |rows: &[f32]| -> Vec<f32> {
+            rows.chunks_exact(vocab)
+                .enumerate()
+                .filter(|(p, _)| !rerouted.contains(p))
+                .flat_map(|(_, r)| r.iter().copied())
+                .collect()
+        };
+        (keep(&reference), keep(&prefill), keep(&decode))
+    } else {
+        (reference, prefill, decode)
+    };
     let (p_max, p_nmse, p_flips) = errors(&prefill, &reference, vocab, margin);
     let (d_max, d_nmse, d_flips) = errors(&decode, &reference, vocab, margin);
     eprintln!(
@@ -150,6 +187,26 @@ fn q5_k_m_matches_its_dequantized_reference() {
 
 /// llama.cpp's IQ4_NL and IQ4_XS mixes, quantized by tempra (IQ4_NL activations are Q8_0
 /// blocks; IQ4_XS's and the mixes' Q5_K/Q6_K tensors take Q8_K).
+/// Every matrix in MXFP4 (a dense model: no routing to flip), with Q8_0 activations.
+#[test]
+fn mxfp4_matches_its_dequantized_reference() {
+    let spec = RandomModelSpec::llama(ModelShape::TINY)
+        .with_qtype(QuantType::Q8_0)
+        .with_weight_dtype(DType::MXFP4)
+        .with_seed(11);
+    check_spec(&spec, "mxfp4", 5e-4);
+}
+
+/// A mixture of experts quantized as gpt-oss ships (MXFP4_MOE: the expert stacks in
+/// MXFP4, every other matrix in Q8_0; the routers stay F32), with Q8_0 activations.
+#[test]
+fn mxfp4_moe_matches_its_dequantized_reference() {
+    let spec = RandomModelSpec::llama(ModelShape::TINY_MOE)
+        .with_qtype(QuantType::MXFP4MOE)
+        .with_seed(11);
+    check_spec(&spec, "mxfp4_moe", 5e-4);
+}
+
 #[test]
 fn iq4_nl_and_iq4_xs_match_their_dequantized_references() {
     check(QuantType::IQ4NL, 1.5e-3);

@@ -20,7 +20,7 @@ fn rel_rmse(a: &[f32], b: &[f32]) -> f64 {
 }
 
 /// Worst acceptable relative RMS error per dtype on uniform weights (4-bit formats lose
-/// ~8-12%, 2-bit ~35%).
+/// ~8-12%, MXFP4 ~15%, 2-bit ~35%).
 fn tolerance(dtype: DType) -> f64 {
     match dtype {
         DType::F32 => 0.0,
@@ -29,10 +29,46 @@ fn tolerance(dtype: DType) -> f64 {
         DType::Q6K => 0.03,
         DType::Q5_0 | DType::Q5_1 | DType::Q5K => 0.06,
         DType::Q4_0 | DType::Q4_1 | DType::Q4K | DType::IQ4NL | DType::IQ4XS => 0.12,
+        // E2M1 levels under a power-of-two scale.
+        DType::MXFP4 => 0.2,
         DType::Q3K => 0.25,
         DType::Q2K => 0.45,
         other => panic!("unexpected {other}"),
     }
+}
+
+/// MXFP4_MOE, as llama-quantize plans it: a mixture of experts' stacked expert tensors in
+/// MXFP4, the routers and norms kept, every other matrix (the output head too) in Q8_0;
+/// the file loads and runs.
+#[test]
+fn mxfp4_moe_puts_the_expert_stacks_in_mxfp4() {
+    let spec = RandomModelSpec::llama(ModelShape::TINY_MOE).with_seed(5);
+    let source = random_model(&spec).unwrap();
+    let mut bytes = Vec::new();
+    quantize_model(&source, QuantType::MXFP4MOE, &mut bytes, &mut |_, _| {}).unwrap();
+    let out = ModelFile::from_gguf_bytes(Arc::new(bytes), &Limits::default()).unwrap();
+    let mut stacks = 0;
+    for info in out.tensor_infos() {
+        let name = info.name();
+        let want = if name.contains("_exps.") {
+            stacks += 1;
+            DType::MXFP4
+        } else if name.contains("norm") || name.contains("ffn_gate_inp") {
+            DType::F32
+        } else {
+            DType::Q8_0
+        };
+        assert_eq!(info.dtype(), want, "{name}");
+        let original = source.tensor(name).unwrap().to_vec_f32().unwrap();
+        let restored = out.tensor(name).unwrap().to_vec_f32().unwrap();
+        let err = rel_rmse(&original, &restored);
+        eprintln!("{name} as {}: relative RMS error {err:.4}", info.dtype());
+        assert!(err <= tolerance(info.dtype()), "{name}: {err}");
+    }
+    assert_eq!(stacks, 3 * ModelShape::TINY_MOE.layers);
+    let model = tempra_llm::engine::Model::from_file(out, &Default::default()).unwrap();
+    let logits = model.session().unwrap().prefill(&[1, 2, 3]).unwrap();
+    assert!(logits.to_vec_f32().unwrap().iter().all(|v| v.is_finite()));
 }
 
 #[test]

@@ -19,7 +19,7 @@ pub(crate) struct QuantizeArgs {
     #[arg(short = 'o', long = "output", value_name = "OUT")]
     output: PathBuf,
     /// Target type: q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k_m, q4_k_m, q5_k_m, q6_k,
-    /// iq4_nl, iq4_xs, f16, bf16 or f32.
+    /// iq4_nl, iq4_xs, mxfp4_moe (experts in MXFP4, the rest Q8_0), f16, bf16 or f32.
     #[arg(short = 't', long = "type", value_name = "TYPE")]
     qtype: QuantType,
     /// Print each tensor's dtype change on stderr.

@@ -151,7 +151,15 @@ impl TensorTypePlanner {
         let q = self.qtype;
         let nx = spec.row_len();
         let mut t = base;
-        if name == "output.weight" || (!f.has_output && name == "token_embd.weight") {
+        if q == Q::MXFP4MOE {
+            // Stacked experts (three dims) in MXFP4, everything else (the output head too)
+            // in Q8_0.
+            t = if spec.shape.rank() >= 3 && spec.shape.dims()[0] > 1 {
+                DType::MXFP4
+            } else {
+                DType::Q8_0
+            };
+        } else if name == "output.weight" || (!f.has_output && name == "token_embd.weight") {
             if !nx.is_multiple_of(t.block_len()) {
                 t = DType::Q8_0;
             } else if t != DType::Q8_0 {

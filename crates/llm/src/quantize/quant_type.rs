@@ -43,11 +43,14 @@ pub enum QuantType {
     IQ4NL,
     /// IQ4_XS (with Q5_K for the sensitive tensors).
     IQ4XS,
+    /// MXFP4_MOE: a mixture of experts' stacked expert tensors in MXFP4, every other
+    /// quantizable tensor in Q8_0 (how gpt-oss ships).
+    MXFP4MOE,
 }
 
 impl QuantType {
     /// Every type.
-    pub const ALL: [QuantType; 15] = [
+    pub const ALL: [QuantType; 16] = [
         QuantType::F32,
         QuantType::F16,
         QuantType::BF16,
@@ -63,6 +66,7 @@ impl QuantType {
         QuantType::Q6K,
         QuantType::IQ4NL,
         QuantType::IQ4XS,
+        QuantType::MXFP4MOE,
     ];
 
     /// The lowercase name (`q4_k_m`).
@@ -83,10 +87,12 @@ impl QuantType {
             QuantType::Q6K => "q6_k",
             QuantType::IQ4NL => "iq4_nl",
             QuantType::IQ4XS => "iq4_xs",
+            QuantType::MXFP4MOE => "mxfp4_moe",
         }
     }
 
-    /// The dtype of most quantizable tensors.
+    /// The dtype of most quantizable tensors (MXFP4_MOE: of the expert stacks; its other
+    /// tensors are Q8_0).
     pub const fn base_dtype(self) -> DType {
         match self {
             QuantType::F32 => DType::F32,
@@ -104,6 +110,7 @@ impl QuantType {
             QuantType::Q6K => DType::Q6K,
             QuantType::IQ4NL => DType::IQ4NL,
             QuantType::IQ4XS => DType::IQ4XS,
+            QuantType::MXFP4MOE => DType::MXFP4,
         }
     }
 
@@ -125,6 +132,7 @@ impl QuantType {
             QuantType::IQ4NL => 25,
             QuantType::IQ4XS => 30,
             QuantType::BF16 => 32,
+            QuantType::MXFP4MOE => 38,
         }
     }
 
