@@ -1,11 +1,15 @@
 // Dequantization of GGUF blocks from an `array<u32>` binding named BUF, one element at
 // a time. `b` is the block's first byte, `j` the element in the block. Scale products run
 // in `dq` (f16 where the device has SHADER_F16 and the kernel opts in, else f32).
-// Dtype codes: 10 q4_0, 11 q8_0, 12 q4_K, 13 q5_K, 14 q6_K, 15 iq4_nl, 16 iq4_xs.
+// Dtype codes: 10 q4_0, 11 q8_0, 12 q4_K, 13 q5_K, 14 q6_K, 15 iq4_nl, 16 iq4_xs, 17 mxfp4.
 
 // IQ4_NL's and IQ4_XS's 16 non-linear levels (ggml's kvalues_iq4nl).
 var<private> BUF_iq4_levels: array<i32, 16> = array<i32, 16>(
     -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+
+// MXFP4's E2M1 values doubled (ggml's kvalues_mxfp4).
+var<private> BUF_mxfp4_levels: array<i32, 16> = array<i32, 16>(
+    0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
 
 fn BUF_byte(b: u32) -> u32 {
     return (BUF[b >> 2u] >> ((b & 3u) * 8u)) & 0xffu;
@@ -48,6 +52,14 @@ fn BUF_dequant(dt: u32, b: u32, j: u32) -> f32 {
             let byte = BUF_byte(b + 2u + (j & 15u));
             let nib = select(byte & 15u, byte >> 4u, j >= 16u);
             r = f32(dq(BUF_half(b)) * dq(f32(BUF_iq4_levels[nib])));
+        }
+        case 17u: {
+            // mxfp4: the E8M0 exponent e, then 16 bytes of level indices laid out as
+            // q4_0's nibbles; x = 2^(e - 128) · level, exact in f32 (no f16 product:
+            // the scale spans 2^-128..2^127). Blocks are 17 bytes, so `b` may be odd.
+            let byte = BUF_byte(b + 1u + (j & 15u));
+            let nib = select(byte & 15u, byte >> 4u, j >= 16u);
+            r = ldexp(f32(BUF_mxfp4_levels[nib]), i32(BUF_byte(b)) - 128);
         }
         case 16u: {
             // iq4_xs: f16 d, u16 scales_h, scales_l[4], qs[128]; sub-block scale

@@ -1,6 +1,7 @@
 //! `linear`: `x [.., K] · wᵀ (+ bias)` with `w [N, K]` in F32, F16, BF16, Q4_0, Q8_0,
-//! Q4_K, Q5_K or Q6_K, dequantized in the shader (scale products in f16 where the device
-//! has SHADER_F16). Weights larger than one binding are bound in windows of rows.
+//! Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS or MXFP4, dequantized in the shader (scale products in
+//! f16 where the device has SHADER_F16). Weights larger than one binding are bound in
+//! windows of rows.
 
 use std::sync::Arc;
 

@@ -1,5 +1,5 @@
 // out[m, n] = Σ_k x[m, k] · w[n, k] (+ bias[n]) with weights dequantized in the shader
-// (f32, f16, bf16, q4_0, q8_0, q4_K, q5_K, q6_K, iq4_nl, iq4_xs). One workgroup per (weight row, tile of
+// (f32, f16, bf16, q4_0, q8_0, q4_K, q5_K, q6_K, iq4_nl, iq4_xs, mxfp4). One workgroup per (weight row, tile of
 // four input rows): the 64 invocations split K, each weight value is dequantized once and
 // used for the four rows. Dispatched once per window of weight rows [n0, n0 + N_win).
 // Params: 0 M, 1 N_win, 2 K, 3 w dtype, 4 w row stride (units), 5 w col stride (units,

@@ -66,6 +66,7 @@ pub(crate) fn dtype_code(dtype: DType) -> Option<u32> {
         DType::Q6K => 14,
         DType::IQ4NL => 15,
         DType::IQ4XS => 16,
+        DType::MXFP4 => 17,
         _ => return None,
     })
 }
@@ -86,5 +87,6 @@ pub(crate) fn is_gpu_block(dtype: DType) -> bool {
             | DType::Q6K
             | DType::IQ4NL
             | DType::IQ4XS
+            | DType::MXFP4
     )
 }
