@@ -388,12 +388,19 @@ fn logits_are_bit_identical_however_a_position_is_reached() {
         QuantType::Q5KM,
         QuantType::Q6K,
     ];
-    // Small for lavapipe; 256 columns for the K-quant blocks.
-    let shape =
-        ModelShape::parse("dim=256,layers=2,heads=4,kv_heads=2,ffn=512,vocab=512,context=160")
-            .unwrap();
+    // Small for lavapipe; 256 columns for the K-quant blocks. The mixture of experts (4
+    // experts of width 256, 2 per token) runs the device's top_k, expert_linear and
+    // weighted_sum.
+    const DENSE: &str = "dim=256,layers=2,heads=4,kv_heads=2,ffn=512,vocab=512,context=160";
+    let dense = ModelShape::parse(DENSE).unwrap();
+    let moe =
+        ModelShape::parse(&format!("{DENSE},experts=4,experts_used=2,expert_ffn=256")).unwrap();
+    let cases = FORMATS
+        .into_iter()
+        .map(|q| (dense, q))
+        .chain([(moe, QuantType::F16), (moe, QuantType::Q4_0)]);
     let mut mismatches = Vec::new();
-    for (i, qtype) in FORMATS.into_iter().enumerate() {
+    for (i, (shape, qtype)) in cases.enumerate() {
         let seed = 128 + i as u64;
         let spec = RandomModelSpec::llama(shape)
             .with_qtype(qtype)
@@ -422,7 +429,8 @@ fn logits_are_bit_identical_however_a_position_is_reached() {
             };
             let began = std::time::Instant::now();
             let reference = one_shot(&model, &inputs);
-            let case = format!("{qtype}, {kv_type} KV cache");
+            let kind = if shape.is_moe() { "MoE " } else { "" };
+            let case = format!("{kind}{qtype}, {kv_type} KV cache");
             check_ways(&model, &inputs, &reference, &case, &mut mismatches);
             let gpu = model.executor().gpu_backend().expect("a GPU model");
             let fallbacks = tempra_tensor::Backend::handoffs(gpu);
