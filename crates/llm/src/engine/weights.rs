@@ -92,6 +92,13 @@ pub struct ExpertFfn {
 
 impl DenseFfn {
     /// The matrices, gate first.
+    fn vars(&self) -> Vec<&Var> {
+        let mut vars: Vec<&Var> = self.gate.iter().collect();
+        vars.extend([&self.up, &self.down]);
+        vars
+    }
+
+    /// [`Self::vars`], mutable.
     fn vars_mut(&mut self) -> Vec<&mut Var> {
         let mut vars: Vec<&mut Var> = self.gate.iter_mut().collect();
         vars.extend([&mut self.up, &mut self.down]);
@@ -100,20 +107,14 @@ impl DenseFfn {
 }
 
 impl FeedForward {
-    /// Every tensor, in a fixed order.
+    /// Every tensor, in a fixed order: each is a weight a product reads (`linear` or
+    /// `expert_linear`).
     pub fn vars(&self) -> Vec<&Var> {
         match self {
-            FeedForward::Dense(d) => {
-                let mut vars: Vec<&Var> = d.gate.iter().collect();
-                vars.extend([&d.up, &d.down]);
-                vars
-            }
+            FeedForward::Dense(d) => d.vars(),
             FeedForward::Experts(e) => {
                 let mut vars = vec![&e.router, &e.gate, &e.up, &e.down];
-                if let Some(d) = &e.shared {
-                    vars.extend(d.gate.iter());
-                    vars.extend([&d.up, &d.down]);
-                }
+                vars.extend(e.shared.iter().flat_map(DenseFfn::vars));
                 vars.extend(e.shared_gate.iter());
                 vars
             }
@@ -126,25 +127,8 @@ impl FeedForward {
             FeedForward::Dense(d) => d.vars_mut(),
             FeedForward::Experts(e) => {
                 let mut vars = vec![&mut e.router, &mut e.gate, &mut e.up, &mut e.down];
-                if let Some(d) = &mut e.shared {
-                    vars.extend(d.vars_mut());
-                }
+                vars.extend(e.shared.iter_mut().flat_map(DenseFfn::vars_mut));
                 vars.extend(e.shared_gate.iter_mut());
-                vars
-            }
-        }
-    }
-
-    /// The matrices a product reads as weights (every tensor but the shared expert's
-    /// one-row gate), in [`Self::vars`]' order.
-    fn matrices_mut(&mut self) -> Vec<&mut Var> {
-        match self {
-            FeedForward::Dense(d) => d.vars_mut(),
-            FeedForward::Experts(e) => {
-                let mut vars = vec![&mut e.router, &mut e.gate, &mut e.up, &mut e.down];
-                if let Some(d) = &mut e.shared {
-                    vars.extend(d.vars_mut());
-                }
                 vars
             }
         }
@@ -652,7 +636,7 @@ impl ModelWeights {
         let mut layers = Vec::with_capacity(self.layers.len());
         for l in &self.layers {
             let mut ffn = l.ffn.clone();
-            for v in ffn.matrices_mut() {
+            for v in ffn.vars_mut() {
                 let new = prepare(v)?;
                 *v = new;
             }
