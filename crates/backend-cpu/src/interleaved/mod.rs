@@ -10,10 +10,12 @@
 //! eight rows' blocks of column `b`; records in `(g, b)` order. The record of each
 //! layout is described in its module: `legacy` (Q4_0, Q8_0: the bytes only moved),
 //! `q4_k` and `q5_k` (the 6-bit scales and mins unpacked, 4 bytes more per row and
-//! block), `q6_k` (the bytes only moved). Every record converts back to exactly the
+//! block), `q6_k` (the bytes only moved), `iq4` (IQ4_NL: the bytes only moved; IQ4_XS:
+//! the 6-bit scales unpacked, 2 bytes more per row and block). Every record converts back to exactly the
 //! format's blocks ([`deinterleave_rows`]), so a prepared weight dequantizes to exactly
 //! the values of the original.
 
+pub(crate) mod iq4;
 pub(crate) mod legacy;
 pub(crate) mod q4_k;
 pub(crate) mod q5_k;
@@ -52,16 +54,25 @@ pub enum InterleavedLayout {
     /// Q6_K rows (210 bytes per row and super-block, moved so that each 32-bit lane of a
     /// kernel's vector is one row).
     Q6KR8,
+    /// IQ4_NL rows: the eight f16 scales, then the quants in two runs of eight bytes per
+    /// row, so that each 64-bit lane of a kernel's vector is one row.
+    Iq4NlR8,
+    /// IQ4_XS rows, the 6-bit sub-block scales unpacked to signed bytes (138 bytes per
+    /// row and super-block), each sub-block's quants in [`InterleavedLayout::Iq4NlR8`]'s
+    /// runs.
+    Iq4XsR8,
 }
 
 impl InterleavedLayout {
     /// Every layout, in the order of the kernel tables.
-    pub const ALL: [InterleavedLayout; 5] = [
+    pub const ALL: [InterleavedLayout; 7] = [
         InterleavedLayout::Q4_0R8,
         InterleavedLayout::Q8_0R8,
         InterleavedLayout::Q4KR8,
         InterleavedLayout::Q5KR8,
         InterleavedLayout::Q6KR8,
+        InterleavedLayout::Iq4NlR8,
+        InterleavedLayout::Iq4XsR8,
     ];
 
     /// The interleaved layout of the block format `format`, if it has one.
@@ -72,6 +83,8 @@ impl InterleavedLayout {
             DType::Q4K => Some(InterleavedLayout::Q4KR8),
             DType::Q5K => Some(InterleavedLayout::Q5KR8),
             DType::Q6K => Some(InterleavedLayout::Q6KR8),
+            DType::IQ4NL => Some(InterleavedLayout::Iq4NlR8),
+            DType::IQ4XS => Some(InterleavedLayout::Iq4XsR8),
             _ => None,
         }
     }
@@ -84,6 +97,8 @@ impl InterleavedLayout {
             InterleavedLayout::Q4KR8 => DType::Q4K,
             InterleavedLayout::Q5KR8 => DType::Q5K,
             InterleavedLayout::Q6KR8 => DType::Q6K,
+            InterleavedLayout::Iq4NlR8 => DType::IQ4NL,
+            InterleavedLayout::Iq4XsR8 => DType::IQ4XS,
         }
     }
 
@@ -95,6 +110,8 @@ impl InterleavedLayout {
             InterleavedLayout::Q4KR8 => "q4_K_r8",
             InterleavedLayout::Q5KR8 => "q5_K_r8",
             InterleavedLayout::Q6KR8 => "q6_K_r8",
+            InterleavedLayout::Iq4NlR8 => "iq4_nl_r8",
+            InterleavedLayout::Iq4XsR8 => "iq4_xs_r8",
         }
     }
 
@@ -104,6 +121,8 @@ impl InterleavedLayout {
             InterleavedLayout::Q4KR8 => q4_k::RECORD,
             InterleavedLayout::Q5KR8 => q5_k::RECORD,
             InterleavedLayout::Q6KR8 => q6_k::RECORD,
+            InterleavedLayout::Iq4NlR8 => iq4::NL_RECORD,
+            InterleavedLayout::Iq4XsR8 => iq4::XS_RECORD,
             other => ROW_GROUP * other.format().block_bytes(),
         }
     }
@@ -147,6 +166,8 @@ impl InterleavedLayout {
             InterleavedLayout::Q4KR8 => (q4_k::put_block, q4_k::get_block),
             InterleavedLayout::Q5KR8 => (q5_k::put_block, q5_k::get_block),
             InterleavedLayout::Q6KR8 => (q6_k::put_block, q6_k::get_block),
+            InterleavedLayout::Iq4NlR8 => (iq4::put_nl_block, iq4::get_nl_block),
+            InterleavedLayout::Iq4XsR8 => (iq4::put_xs_block, iq4::get_xs_block),
         }
     }
 

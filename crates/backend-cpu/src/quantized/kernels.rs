@@ -30,23 +30,38 @@ pub(crate) struct ActRow {
 }
 
 /// `out[r][i] = Σ_blocks w_i · acts[r]` for the eight rows `w_i` of one row-interleaved
-/// group (an [`InterleavedLayout`]) at `w`, `nb` records long, and `acts.len()` (1..=4)
-/// activation rows of the format's partner ([`quant::vec_dot_dtype`]): Q8_0 for Q4_0R8
-/// and Q8_0R8, Q8_K for Q4KR8, Q5KR8 and Q6KR8.
+/// group (an [`InterleavedLayout`]) at `w`, `nb` records long, and `acts.len()` (1 up to
+/// its [`GroupKernel::rows`])
+/// activation rows of the format's partner ([`quant::vec_dot_dtype`]): Q8_0 for Q4_0R8,
+/// Q8_0R8 and Iq4NlR8, Q8_K for Q4KR8, Q5KR8, Q6KR8 and Iq4XsR8.
 ///
 /// Safety contract of every `GemmR8Fn`: the CPU has the features the table was built
 /// for; `w` points to `nb` readable records of the group (any alignment);
-/// `1 <= acts.len() <= 4` and `out.len() == acts.len()`; and each `acts[r]`, by the
+/// `1 <= acts.len() <= rows` (the kernel's [`GroupKernel::rows`]) and
+/// `out.len() == acts.len()`; and each `acts[r]`, by the
 /// group's dtype:
 ///
-/// - Q4_0R8, Q8_0R8: `blocks` points to `nb` readable Q8_0 blocks (any alignment),
+/// - Q4_0R8, Q8_0R8, Iq4NlR8: `blocks` points to `nb` readable Q8_0 blocks (any alignment),
 ///   `scales` to `nb` readable, aligned f32s (block `b`'s scale `d` as f32) and `sums` to
 ///   `nb` readable, aligned i32s (block `b`'s `Σ qs`);
-/// - Q4KR8, Q5KR8, Q6KR8: `blocks` points to `nb` readable Q8_K blocks (any alignment),
+/// - Q4KR8, Q5KR8, Q6KR8, Iq4XsR8: `blocks` points to `nb` readable Q8_K blocks (any alignment),
 ///   which carry their own scales and 16-value sums; `scales` and `sums` are not read and
 ///   may hold any value (`linear` passes null, or for its first row an empty slice's
 ///   dangling pointer; the tests pass null; the probe passes zeroed buffers).
 pub(crate) type GemmR8Fn = unsafe fn(usize, *const u8, &[ActRow], &mut [[f32; 8]]);
+
+/// A group product with the most activation rows it takes per call (its register tile:
+/// 4, or 8 for the products whose 512-bit registers hold eight rows).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct GroupKernel {
+    /// The product.
+    pub(crate) product: GemmR8Fn,
+    /// The most activation rows per call (at most [`MAX_GROUP_ROWS`]).
+    pub(crate) rows: usize,
+}
+
+/// The most activation rows any [`GroupKernel`] takes per call.
+pub(crate) const MAX_GROUP_ROWS: usize = 8;
 
 /// Quantizes one f32 row into blocks of the given activation dtype.
 pub(crate) type QuantizeFn = fn(DType, &[f32], &mut [u8]) -> Result<()>;
@@ -60,7 +75,7 @@ pub(crate) struct QuantKernels {
     /// The activation quantizer.
     pub(crate) quantize: QuantizeFn,
     dots: [Option<DotFn>; FORMATS.len()],
-    interleaved: [GemmR8Fn; 5],
+    interleaved: [GroupKernel; InterleavedLayout::ALL.len()],
 }
 
 /// The weight formats, in table order: the legacy and K formats, then
@@ -98,7 +113,7 @@ impl QuantKernels {
         name: &'static str,
         quantize: QuantizeFn,
         dots: [DotFn; FORMATS.len()],
-        interleaved: [GemmR8Fn; 5],
+        interleaved: [GroupKernel; InterleavedLayout::ALL.len()],
     ) -> Self {
         QuantKernels {
             name,
@@ -117,7 +132,7 @@ impl QuantKernels {
     }
 
     /// The product for one group of `layout` (every table has one).
-    pub(crate) fn gemm_r8(&self, layout: InterleavedLayout) -> GemmR8Fn {
+    pub(crate) fn gemm_r8(&self, layout: InterleavedLayout) -> GroupKernel {
         self.interleaved[layout.index()]
     }
 }
@@ -206,11 +221,34 @@ pub(crate) const SCALAR: QuantKernels = QuantKernels {
         Some(scalar_dot::<quant::BlockMXFP4>),
     ],
     interleaved: [
-        scalar_gemm_r8::<quant::BlockQ4_0>,
-        scalar_gemm_r8::<quant::BlockQ8_0>,
-        scalar_gemm_r8::<quant::BlockQ4K>,
-        scalar_gemm_r8::<quant::BlockQ5K>,
-        scalar_gemm_r8::<quant::BlockQ6K>,
+        GroupKernel {
+            product: scalar_gemm_r8::<quant::BlockQ4_0>,
+            rows: MAX_GROUP_ROWS,
+        },
+        GroupKernel {
+            product: scalar_gemm_r8::<quant::BlockQ8_0>,
+            rows: MAX_GROUP_ROWS,
+        },
+        GroupKernel {
+            product: scalar_gemm_r8::<quant::BlockQ4K>,
+            rows: MAX_GROUP_ROWS,
+        },
+        GroupKernel {
+            product: scalar_gemm_r8::<quant::BlockQ5K>,
+            rows: MAX_GROUP_ROWS,
+        },
+        GroupKernel {
+            product: scalar_gemm_r8::<quant::BlockQ6K>,
+            rows: MAX_GROUP_ROWS,
+        },
+        GroupKernel {
+            product: scalar_gemm_r8::<quant::BlockIQ4NL>,
+            rows: MAX_GROUP_ROWS,
+        },
+        GroupKernel {
+            product: scalar_gemm_r8::<quant::BlockIQ4XS>,
+            rows: MAX_GROUP_ROWS,
+        },
     ],
 };
 

@@ -22,8 +22,8 @@ fn dot_in_cache() {
                 .map(|i| ((i * 7919) % 113) as f32 / 50.0 - 1.1)
                 .collect();
             let w = weight_bytes(dtype, rows, k);
-            let mut a = vec![0u8; act.bytes_for(4 * k).unwrap()];
-            quantize_row(act, &vals[..4 * k], &mut a).unwrap();
+            let mut a = vec![0u8; act.bytes_for(8 * k).unwrap()];
+            quantize_row(act, &vals[..8 * k], &mut a).unwrap();
             let nb = k / dtype.block_len();
             let (wrow, arow) = (dtype.bytes_for(k).unwrap(), act.bytes_for(k).unwrap());
             let dot = kernels.dot(dtype).unwrap();
@@ -221,17 +221,17 @@ fn interleaved_in_cache() {
                 )
                 .unwrap();
             }
-            let mut a = vec![0u8; act.bytes_for(4 * k).unwrap()];
-            quantize_row(act, &vals[..4 * k], &mut a).unwrap();
+            let mut a = vec![0u8; act.bytes_for(8 * k).unwrap()];
+            quantize_row(act, &vals[..8 * k], &mut a).unwrap();
             let arow = act.bytes_for(k).unwrap();
             let nb = k / base.block_len();
             // Q8_0 rows carry per-block scales and sums; Q8_K blocks hold their own (the
             // kernels do not read these then).
-            let (mut scales, mut sums) = (vec![0f32; 4 * nb], vec![0i32; 4 * nb]);
+            let (mut scales, mut sums) = (vec![0f32; 8 * nb], vec![0i32; 8 * nb]);
             if act == DType::Q8_0 {
                 super::q8_0_block_stats(&a, &mut scales, &mut sums);
             }
-            let acts: Vec<ActRow> = (0..4)
+            let acts: Vec<ActRow> = (0..8)
                 .map(|r| ActRow {
                     blocks: a[r * arow..].as_ptr(),
                     scales: scales[r * nb..].as_ptr(),
@@ -239,8 +239,11 @@ fn interleaved_in_cache() {
                 })
                 .collect();
             let gemm = kernels.gemm_r8(layout);
-            for r in [1usize, 4] {
-                let mut out = [[0f32; 8]; 4];
+            for r in [1usize, 4, 8] {
+                if r > gemm.rows {
+                    continue;
+                }
+                let mut out = [[0f32; 8]; 8];
                 let reps = 300;
                 let best = best_of(7, || {
                     for _ in 0..reps {
@@ -249,7 +252,12 @@ fn interleaved_in_cache() {
                             // blocks of the partner format (with scales and sums, read for
                             // Q8_0 only); the table matches this CPU.
                             unsafe {
-                                gemm(nb, w[g * group_bytes..].as_ptr(), &acts[..r], &mut out[..r])
+                                (gemm.product)(
+                                    nb,
+                                    w[g * group_bytes..].as_ptr(),
+                                    &acts[..r],
+                                    &mut out[..r],
+                                )
                             };
                         }
                     }

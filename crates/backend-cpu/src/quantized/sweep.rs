@@ -1,6 +1,7 @@
 //! One task's share of a quantized product: a range of weight rows (or of row-interleaved
 //! groups) swept over a list of activation rows, the rows in blocks that stay in L2 and
-//! in tiles of up to [`ROWS_PER_DOT`] per kernel call, so each weight block is unpacked
+//! in tiles of up to [`ROWS_PER_DOT`] per kernel call (a [`GroupKernel`]'s own rows for
+//! the interleaved groups), so each weight block is unpacked
 //! once per tile. `linear` sweeps its rows in order; `expert_linear` sweeps the rows
 //! routed to one expert over that expert's weights ([`RowMap`]). Each output is one
 //! kernel's sum for one (weight row, activation row) pair, the same bits in any tile, so
@@ -10,7 +11,7 @@ use std::ops::Range;
 
 use super::ROWS_PER_DOT;
 use super::acts::QuantizedActs;
-use super::kernels::{ActRow, DotFn, GemmR8Fn};
+use super::kernels::{ActRow, DotFn, GroupKernel, MAX_GROUP_ROWS};
 use crate::parallel::DisjointWrites;
 
 /// Activation bytes kept hot (in L2) while a block of weight rows sweeps over them.
@@ -81,9 +82,10 @@ pub(crate) struct Outputs {
     pub(crate) n: usize,
 }
 
-/// Activation rows per L2 block for rows of `row_bytes`: a whole number of tiles.
-fn rows_per_block(row_bytes: usize) -> usize {
-    (ACT_BLOCK_BYTES / row_bytes.max(1)).max(ROWS_PER_DOT) / ROWS_PER_DOT * ROWS_PER_DOT
+/// Activation rows per L2 block for rows of `row_bytes`: a whole number of tiles of
+/// `tile` rows.
+fn rows_per_block(row_bytes: usize, tile: usize) -> usize {
+    (ACT_BLOCK_BYTES / row_bytes.max(1)).max(tile) / tile * tile
 }
 
 /// Row-interleaved weights: `out[map.out(i)][8g..8g + 8]` for the groups `groups` of a
@@ -99,7 +101,7 @@ fn rows_per_block(row_bytes: usize) -> usize {
 /// row `map` writes, whose columns `8 · groups` this call alone touches.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn sweep_groups(
-    eight: GemmR8Fn,
+    eight: GroupKernel,
     w_groups: &[u8],
     group_bytes: usize,
     groups: Range<usize>,
@@ -108,26 +110,29 @@ pub(crate) unsafe fn sweep_groups(
     out: Outputs,
 ) {
     let rows = map.len();
-    let per_block = rows_per_block(acts.row_bytes);
-    let mut dots = [[0f32; 8]; ROWS_PER_DOT];
+    let tile_rows = eight.rows.clamp(1, MAX_GROUP_ROWS);
+    let per_block = rows_per_block(acts.row_bytes, tile_rows);
+    let mut dots = [[0f32; 8]; MAX_GROUP_ROWS];
     let mut tile = [ActRow {
         blocks: std::ptr::null(),
         scales: std::ptr::null(),
         sums: std::ptr::null(),
-    }; ROWS_PER_DOT];
+    }; MAX_GROUP_ROWS];
     for r0 in (0..rows).step_by(per_block) {
         let r1 = (r0 + per_block).min(rows);
         for group in groups.clone() {
             let w_group = w_groups[group * group_bytes..].as_ptr();
-            for t in (r0..r1).step_by(ROWS_PER_DOT) {
-                let count = (r1 - t).min(ROWS_PER_DOT);
+            for t in (r0..r1).step_by(tile_rows) {
+                let count = (r1 - t).min(tile_rows);
                 for (i, row) in tile[..count].iter_mut().enumerate() {
                     *row = acts.row(map.act(t + i));
                 }
                 // SAFETY: the caller's contract: the kernel fits this CPU and layout, the
                 // group's records lie inside `w_groups`, and each tile row holds
                 // `acts.blocks` activation blocks of the partner format.
-                unsafe { eight(acts.blocks, w_group, &tile[..count], &mut dots[..count]) };
+                unsafe {
+                    (eight.product)(acts.blocks, w_group, &tile[..count], &mut dots[..count])
+                };
                 for (i, row) in dots[..count].iter().enumerate() {
                     // SAFETY: elements (out row, 8g..8g + 8) of the output, whose columns
                     // this call alone writes (the caller's contract); `dots` is local.
@@ -165,7 +170,7 @@ pub(crate) unsafe fn sweep_rows(
     out: Outputs,
 ) {
     let rows = map.len();
-    let per_block = rows_per_block(acts.row_bytes);
+    let per_block = rows_per_block(acts.row_bytes, ROWS_PER_DOT);
     let act_bytes = acts.bytes();
     let mut dots = [0f32; ROWS_PER_DOT];
     for r0 in (0..rows).step_by(per_block) {

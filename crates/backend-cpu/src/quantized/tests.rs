@@ -206,7 +206,7 @@ fn interleaved_products_match_the_reference_vec_dot() {
                 // The first activation row is constant (every byte 127): sums over a
                 // sub-block then reach their largest, where a 16-bit partial sum would
                 // overflow (Q5_KR8's AVX2 steps); the others are random.
-                let act_rows: Vec<Vec<u8>> = (0..4)
+                let act_rows: Vec<Vec<u8>> = (0..gemm.rows)
                     .map(|t| {
                         let a: Vec<f32> = (0..k)
                             .map(|_| {
@@ -252,17 +252,17 @@ fn interleaved_products_match_the_reference_vec_dot() {
                     .map(|act| {
                         let mut out = [[0f32; 8]];
                         // SAFETY: as below, one activation row.
-                        unsafe { gemm(blocks, packed[1..].as_ptr(), &[*act], &mut out) };
+                        unsafe { (gemm.product)(blocks, packed[1..].as_ptr(), &[*act], &mut out) };
                         out[0]
                     })
                     .collect();
-                for count in 1..=4 {
-                    let mut out = [[0f32; 8]; 4];
+                for count in 1..=gemm.rows {
+                    let mut out = vec![[0f32; 8]; count];
                     // SAFETY: one group of `blocks` records; `count` activation rows of
                     // `blocks` blocks of the partner format (with scales and sums for
                     // Q8_0, null for Q8_K); the table matches the CPU.
                     unsafe {
-                        gemm(
+                        (gemm.product)(
                             blocks,
                             packed[1..].as_ptr(),
                             &acts[..count],

@@ -41,6 +41,12 @@ pub(crate) trait IntDots: Copy + Send + Sync + 'static {
         let zero = unsafe { _mm256_setzero_si256() };
         self.dpbusd(self.dpbusd(zero, lo, a_lo), hi, a_hi)
     }
+    /// The token of AVX-512 BW and VNNI on 512-bit vectors, where this token stands for
+    /// them (kernels with a 512-bit version call it through this).
+    #[inline(always)]
+    fn avx512_vnni(self) -> Option<Vnni<Avx512>> {
+        None
+    }
     /// `acc + madd(s, p)`: the i16 pairs of `s · p` summed into `acc`'s i32 lanes (one
     /// `vpdpwssd`).
     fn dpwssd(self, acc: __m256i, s: __m256i, p: __m256i) -> __m256i;
@@ -254,6 +260,10 @@ impl IntDots for Vnni<Avx512> {
     fn dpwssd(self, acc: __m256i, s: __m256i, p: __m256i) -> __m256i {
         // SAFETY: see the comment above the impls.
         unsafe { _mm256_dpwssd_epi32(acc, s, p) }
+    }
+    #[inline(always)]
+    fn avx512_vnni(self) -> Option<Vnni<Avx512>> {
+        Some(self)
     }
     #[inline(always)]
     unsafe fn q8_0_rows(self, q: *const u8) -> [__m512i; 4] {

@@ -10,7 +10,7 @@
 //!   rows: `legacy.rs` (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0), `k_quants.rs` (Q2_K … Q6_K).
 //! - `interleaved/`: one group of eight prepared rows against one to four activation
 //!   rows: `legacy.rs` (Q4_0, Q8_0, with `q8_0_sums.rs`), `q4_k.rs` (Q4_K, Q5_K),
-//!   `q6_k.rs`.
+//!   `q6_k.rs`, `iq4.rs` (IQ4_NL, IQ4_XS).
 //! - `iquants/`: the row-major dots of the I-quant and ternary formats (IQ4_NL, IQ4_XS,
 //!   IQ3_S, IQ3_XXS, IQ2_S, IQ2_XS, IQ2_XXS, IQ1_S, IQ1_M, TQ1_0, TQ2_0).
 //! - `vectors.rs`: the AVX2 steps they share; `quantize.rs`: the activation quantizers.
@@ -24,7 +24,8 @@ mod vectors;
 
 pub(crate) use int_dots::{IntDots, Vnni};
 
-use super::kernels::{ActRow, DotFn, FORMATS, GemmR8Fn, QuantKernels};
+use super::kernels::{ActRow, DotFn, FORMATS, GroupKernel, QuantKernels};
+use crate::interleaved::InterleavedLayout;
 use crate::isa::{Isa, Level};
 use crate::x86::{Avx2, Avx512};
 
@@ -61,7 +62,7 @@ pub(super) trait GroupProduct {
     ///
     /// # Safety
     ///
-    /// The [`GemmR8Fn`] contract, with `acts.len() >= R` and `out.len() >= R`; the caller
+    /// The [`GemmR8Fn`](super::kernels::GemmR8Fn) contract, with `acts.len() >= R` and `out.len() >= R`; the caller
     /// is compiled for `isa`'s features (its entry point).
     unsafe fn product<I: IntDots, const R: usize>(
         isa: I,
@@ -94,11 +95,12 @@ unsafe fn dot_rows<I: IntDots, K: RowDot>(
     }
 }
 
-/// `K`'s group product on `I` for `acts.len()` (1..=4) activation rows.
+/// `K`'s group product on `I` for `acts.len()` (1..=4) activation rows, as a
+/// [`GroupKernel`] of four rows.
 ///
 /// # Safety
 ///
-/// The [`GemmR8Fn`] contract; the CPU has `I`'s features.
+/// The [`GemmR8Fn`](super::kernels::GemmR8Fn) contract; the CPU has `I`'s features.
 unsafe fn group_rows<I: IntDots, K: GroupProduct>(
     nb: usize,
     w: *const u8,
@@ -116,10 +118,53 @@ unsafe fn group_rows<I: IntDots, K: GroupProduct>(
     }
 }
 
+/// `K`'s group product on `I` for `acts.len()` (1..=8) activation rows: a product whose
+/// registers hold eight rows where `I` has 512-bit VNNI products (`wide`), else
+/// [`group_rows`]'s four.
+///
+/// # Safety
+///
+/// The [`GemmR8Fn`](super::kernels::GemmR8Fn) contract (with up to eight rows); the CPU has `I`'s features.
+unsafe fn group_rows_wide<I: IntDots, K: GroupProduct>(
+    nb: usize,
+    w: *const u8,
+    acts: &[ActRow],
+    out: &mut [[f32; 8]],
+) {
+    // SAFETY: the caller's contract; `R` equals `acts.len()` (1..=8).
+    unsafe {
+        match acts.len() {
+            1 => I::group_entry::<K, 1>(nb, w, acts, out),
+            2 => I::group_entry::<K, 2>(nb, w, acts, out),
+            3 => I::group_entry::<K, 3>(nb, w, acts, out),
+            4 => I::group_entry::<K, 4>(nb, w, acts, out),
+            5 => I::group_entry::<K, 5>(nb, w, acts, out),
+            6 => I::group_entry::<K, 6>(nb, w, acts, out),
+            7 => I::group_entry::<K, 7>(nb, w, acts, out),
+            _ => I::group_entry::<K, 8>(nb, w, acts, out),
+        }
+    }
+}
+
+/// `K`'s [`GroupKernel`]: eight rows per call when `wide` (512-bit registers), else four.
+fn group_kernel<I: IntDots, K: GroupProduct>(wide: bool) -> GroupKernel {
+    if wide {
+        GroupKernel {
+            product: group_rows_wide::<I, K>,
+            rows: 8,
+        }
+    } else {
+        GroupKernel {
+            product: group_rows::<I, K>,
+            rows: 4,
+        }
+    }
+}
+
 /// The kernel table of the token `I`: a token exists only on a CPU with its features, so
 /// every entry of the table runs here.
-fn table<I: IntDots>(_: I) -> QuantKernels {
-    use interleaved::{legacy as il, q4_k, q6_k};
+fn table<I: IntDots>(isa: I) -> QuantKernels {
+    use interleaved::{iq4, legacy as il, q4_k, q6_k};
     use iquants::{Blocks, SubBlockKernel as Sub};
     use row_major::{k_quants as k, legacy as lg};
     let dots: [DotFn; FORMATS.len()] = [
@@ -149,12 +194,16 @@ fn table<I: IntDots>(_: I) -> QuantKernels {
     // Eight-row GEMVs read the row-interleaved layouts only: over eight row-major rows
     // (eight streams) they were no faster than one-row dots from memory, while over the
     // interleaved layout (one stream) they read far faster than either.
-    let groups: [GemmR8Fn; 5] = [
-        group_rows::<I, il::LegacyGroup<il::Q4_0>>,
-        group_rows::<I, il::LegacyGroup<il::Q8_0>>,
-        group_rows::<I, q4_k::K4Group<q4_k::Q4K>>,
-        group_rows::<I, q4_k::K4Group<q4_k::Q5K>>,
-        group_rows::<I, q6_k::Q6KGroup>,
+    // The IQ4 products hold eight activation rows in 512-bit registers.
+    let wide = isa.avx512_vnni().is_some();
+    let groups: [GroupKernel; InterleavedLayout::ALL.len()] = [
+        group_kernel::<I, il::LegacyGroup<il::Q4_0>>(false),
+        group_kernel::<I, il::LegacyGroup<il::Q8_0>>(false),
+        group_kernel::<I, q4_k::K4Group<q4_k::Q4K>>(false),
+        group_kernel::<I, q4_k::K4Group<q4_k::Q5K>>(false),
+        group_kernel::<I, q6_k::Q6KGroup>(false),
+        group_kernel::<I, iq4::Iq4NlGroup>(wide),
+        group_kernel::<I, iq4::Iq4XsGroup>(wide),
     ];
     QuantKernels::new(I::NAME, quantize::quantize_activations, dots, groups)
 }

@@ -3,6 +3,8 @@
 //! rows, reading the group as one sequential stream. One row is the decode GEMV; more
 //! rows (prefill) reuse each unpacked record for every row.
 
+pub(super) mod iq4;
+mod iq4_wide;
 pub(super) mod legacy;
 pub(super) mod q4_k;
 pub(super) mod q6_k;
