@@ -11,15 +11,18 @@
 //! layout is described in its module: `legacy` (Q4_0, Q8_0: the bytes only moved),
 //! `q4_k` and `q5_k` (the 6-bit scales and mins unpacked, 4 bytes more per row and
 //! block), `q6_k` (the bytes only moved), `iq4` (IQ4_NL: the bytes only moved; IQ4_XS:
-//! the 6-bit scales unpacked, 2 bytes more per row and block). Every record converts back to exactly the
-//! format's blocks ([`deinterleave_rows`]), so a prepared weight dequantizes to exactly
-//! the values of the original.
+//! the 6-bit scales unpacked, 2 bytes more per row and block), `ternary` (TQ2_0: the
+//! bytes only moved; TQ1_0: recoded as TQ2_0, 12 bytes more per row and block). Every
+//! record converts back to the format's blocks ([`deinterleave_rows`]: exactly the
+//! original bytes, TQ1_0's as ggml's quantizer packs its digits), so a prepared weight
+//! dequantizes to exactly the values of the original.
 
 pub(crate) mod iq4;
 pub(crate) mod legacy;
 pub(crate) mod q4_k;
 pub(crate) mod q5_k;
 pub(crate) mod q6_k;
+pub(crate) mod ternary;
 mod weight;
 
 use std::fmt;
@@ -61,11 +64,17 @@ pub enum InterleavedLayout {
     /// row and super-block), each sub-block's quants in [`InterleavedLayout::Iq4NlR8`]'s
     /// runs.
     Iq4XsR8,
+    /// TQ1_0 rows recoded as TQ2_0's 2-bit codes (66 bytes per row and super-block for
+    /// TQ1_0's 54), in [`InterleavedLayout::Tq2_0R8`]'s record.
+    Tq1_0R8,
+    /// TQ2_0 rows: the eight f16 scales, then the codes in steps of four bytes per row,
+    /// so that each 32-bit lane of a kernel's vector is one row.
+    Tq2_0R8,
 }
 
 impl InterleavedLayout {
     /// Every layout, in the order of the kernel tables.
-    pub const ALL: [InterleavedLayout; 7] = [
+    pub const ALL: [InterleavedLayout; 9] = [
         InterleavedLayout::Q4_0R8,
         InterleavedLayout::Q8_0R8,
         InterleavedLayout::Q4KR8,
@@ -73,6 +82,8 @@ impl InterleavedLayout {
         InterleavedLayout::Q6KR8,
         InterleavedLayout::Iq4NlR8,
         InterleavedLayout::Iq4XsR8,
+        InterleavedLayout::Tq1_0R8,
+        InterleavedLayout::Tq2_0R8,
     ];
 
     /// The interleaved layout of the block format `format`, if it has one.
@@ -85,6 +96,8 @@ impl InterleavedLayout {
             DType::Q6K => Some(InterleavedLayout::Q6KR8),
             DType::IQ4NL => Some(InterleavedLayout::Iq4NlR8),
             DType::IQ4XS => Some(InterleavedLayout::Iq4XsR8),
+            DType::TQ1_0 => Some(InterleavedLayout::Tq1_0R8),
+            DType::TQ2_0 => Some(InterleavedLayout::Tq2_0R8),
             _ => None,
         }
     }
@@ -99,6 +112,8 @@ impl InterleavedLayout {
             InterleavedLayout::Q6KR8 => DType::Q6K,
             InterleavedLayout::Iq4NlR8 => DType::IQ4NL,
             InterleavedLayout::Iq4XsR8 => DType::IQ4XS,
+            InterleavedLayout::Tq1_0R8 => DType::TQ1_0,
+            InterleavedLayout::Tq2_0R8 => DType::TQ2_0,
         }
     }
 
@@ -112,6 +127,8 @@ impl InterleavedLayout {
             InterleavedLayout::Q6KR8 => "q6_K_r8",
             InterleavedLayout::Iq4NlR8 => "iq4_nl_r8",
             InterleavedLayout::Iq4XsR8 => "iq4_xs_r8",
+            InterleavedLayout::Tq1_0R8 => "tq1_0_r8",
+            InterleavedLayout::Tq2_0R8 => "tq2_0_r8",
         }
     }
 
@@ -123,6 +140,7 @@ impl InterleavedLayout {
             InterleavedLayout::Q6KR8 => q6_k::RECORD,
             InterleavedLayout::Iq4NlR8 => iq4::NL_RECORD,
             InterleavedLayout::Iq4XsR8 => iq4::XS_RECORD,
+            InterleavedLayout::Tq1_0R8 | InterleavedLayout::Tq2_0R8 => ternary::RECORD,
             other => ROW_GROUP * other.format().block_bytes(),
         }
     }
@@ -168,6 +186,8 @@ impl InterleavedLayout {
             InterleavedLayout::Q6KR8 => (q6_k::put_block, q6_k::get_block),
             InterleavedLayout::Iq4NlR8 => (iq4::put_nl_block, iq4::get_nl_block),
             InterleavedLayout::Iq4XsR8 => (iq4::put_xs_block, iq4::get_xs_block),
+            InterleavedLayout::Tq1_0R8 => (ternary::put_tq1_block, ternary::get_tq1_block),
+            InterleavedLayout::Tq2_0R8 => (ternary::put_tq2_block, ternary::get_tq2_block),
         }
     }
 

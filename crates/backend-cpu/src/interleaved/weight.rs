@@ -181,9 +181,13 @@ mod tests {
     use super::super::tests::quantized_rows;
     use super::*;
 
-    /// A `[16, 512]` weight of `layout`'s format, prepared, and its row-major bytes.
+    /// The test weights' shape: two groups, four 256-value blocks per row.
+    const ROWS: usize = 16;
+    const K: usize = 1024;
+
+    /// A `[ROWS, K]` weight of `layout`'s format, prepared, and its row-major bytes.
     fn weight(layout: InterleavedLayout) -> (Tensor, Vec<u8>) {
-        let (rows, k) = (16, 512);
+        let (rows, k) = (ROWS, K);
         let plain = quantized_rows(layout.format(), rows, k);
         let mut w = InterleavedWeight::zeroed(layout, rows, k).unwrap();
         interleave_rows(layout, rows, k, &plain, w.bytes_mut()).unwrap();
@@ -213,7 +217,7 @@ mod tests {
                     .is_err()
             );
             // The values are those of the original.
-            let original = Tensor::owned_zeros(&[16, 512], layout.format()).unwrap();
+            let original = Tensor::owned_zeros(&[ROWS, K], layout.format()).unwrap();
             let mut original = original;
             original
                 .host_slice_mut::<u8>()
@@ -239,9 +243,10 @@ mod tests {
         let (t, _) = weight(InterleavedLayout::Q4_0R8);
         let w = InterleavedWeight::of(&t).unwrap();
         let record = InterleavedLayout::Q4_0R8.record_bytes();
-        assert_eq!(w.groups_of("linear", &t).unwrap().len(), 2 * 16 * record);
+        let group = K / 32 * record;
+        assert_eq!(w.groups_of("linear", &t).unwrap().len(), 2 * group);
         let second = t.narrow(0, 8, 8).unwrap();
-        assert_eq!(w.groups_of("linear", &second).unwrap().len(), 16 * record);
+        assert_eq!(w.groups_of("linear", &second).unwrap().len(), group);
         assert!(w.groups_of("linear", &t.narrow(0, 3, 8).unwrap()).is_err());
         assert!(w.groups_of("linear", &t.narrow(0, 0, 4).unwrap()).is_err());
     }

@@ -33,7 +33,7 @@ pub(crate) struct ActRow {
 /// group (an [`InterleavedLayout`]) at `w`, `nb` records long, and `acts.len()` (1 up to
 /// its [`GroupKernel::rows`])
 /// activation rows of the format's partner ([`quant::vec_dot_dtype`]): Q8_0 for Q4_0R8,
-/// Q8_0R8 and Iq4NlR8, Q8_K for Q4KR8, Q5KR8, Q6KR8 and Iq4XsR8.
+/// Q8_0R8 and Iq4NlR8, Q8_K for Q4KR8, Q5KR8, Q6KR8, Iq4XsR8, Tq1_0R8 and Tq2_0R8.
 ///
 /// Safety contract of every `GemmR8Fn`: the CPU has the features the table was built
 /// for; `w` points to `nb` readable records of the group (any alignment);
@@ -44,7 +44,7 @@ pub(crate) struct ActRow {
 /// - Q4_0R8, Q8_0R8, Iq4NlR8: `blocks` points to `nb` readable Q8_0 blocks (any alignment),
 ///   `scales` to `nb` readable, aligned f32s (block `b`'s scale `d` as f32) and `sums` to
 ///   `nb` readable, aligned i32s (block `b`'s `Σ qs`);
-/// - Q4KR8, Q5KR8, Q6KR8, Iq4XsR8: `blocks` points to `nb` readable Q8_K blocks (any alignment),
+/// - Q4KR8, Q5KR8, Q6KR8, Iq4XsR8, Tq1_0R8, Tq2_0R8: `blocks` points to `nb` readable Q8_K blocks (any alignment),
 ///   which carry their own scales and 16-value sums; `scales` and `sums` are not read and
 ///   may hold any value (`linear` passes null, or for its first row an empty slice's
 ///   dangling pointer; the tests pass null; the probe passes zeroed buffers).
@@ -247,6 +247,14 @@ pub(crate) const SCALAR: QuantKernels = QuantKernels {
         },
         GroupKernel {
             product: scalar_gemm_r8::<quant::BlockIQ4XS>,
+            rows: MAX_GROUP_ROWS,
+        },
+        GroupKernel {
+            product: scalar_gemm_r8::<quant::BlockTQ1_0>,
+            rows: MAX_GROUP_ROWS,
+        },
+        GroupKernel {
+            product: scalar_gemm_r8::<quant::BlockTQ2_0>,
             rows: MAX_GROUP_ROWS,
         },
     ],

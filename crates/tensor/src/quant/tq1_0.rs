@@ -42,6 +42,35 @@ fn pack(digits: impl Iterator<Item = i32>) -> u8 {
     (q as u16 * 256).div_ceil(243) as u8
 }
 
+impl BlockTQ1_0 {
+    /// Each value's stored code `t + 1` (0, 1 or 2), in value order.
+    pub fn codes(&self) -> [u8; QK_K] {
+        std::array::from_fn(|i| (self.value(i) + 1) as u8)
+    }
+
+    /// The block of the codes `t + 1` (each 0..=2, in value order) and the scale `d`,
+    /// packed as ggml's quantizer packs them, so [`BlockTQ1_0::codes`] gives them back.
+    pub fn from_codes(codes: &[u8; QK_K], d: f16) -> Self {
+        let t = |i: usize| codes[i] as i32;
+        let mut block = Self {
+            qs: [0; 48],
+            qh: [0; 4],
+            d,
+        };
+        for m in 0..32 {
+            block.qs[m] = pack((0..5).map(|n| t(32 * n + m)));
+        }
+        for m in 0..16 {
+            block.qs[32 + m] = pack((0..5).map(|n| t(160 + 16 * n + m)));
+        }
+        for j in 0..4 {
+            // Four digits, then a zero fifth so the first is the most significant trit.
+            block.qh[j] = pack((0..4).map(|n| t(240 + 4 * n + j)).chain([0]));
+        }
+        block
+    }
+}
+
 impl Ternary for BlockTQ1_0 {
     fn d(&self) -> f32 {
         self.d.to_f32()
@@ -71,23 +100,9 @@ impl QuantizeBlock for BlockTQ1_0 {
     fn quantize_block(src: &[f32]) -> Self {
         let x = block_values::<QK_K>(src, Self::DTYPE);
         let (d, id) = ternary::scale(x);
-        let t = |i: usize| ternary::digit(x[i], id);
-        let mut block = Self {
-            qs: [0; 48],
-            qh: [0; 4],
-            d: f16::from_f32(d),
-        };
-        for m in 0..32 {
-            block.qs[m] = pack((0..5).map(|n| t(32 * n + m)));
-        }
-        for m in 0..16 {
-            block.qs[32 + m] = pack((0..5).map(|n| t(160 + 16 * n + m)));
-        }
-        for j in 0..4 {
-            // Four digits, then a zero fifth so the first is the most significant trit.
-            block.qh[j] = pack((0..4).map(|n| t(240 + 4 * n + j)).chain([0]));
-        }
-        block
+        // The digits of finite inputs are 0..=2 (a NaN's cast gives 1).
+        let codes = std::array::from_fn(|i| ternary::digit(x[i], id) as u8);
+        Self::from_codes(&codes, f16::from_f32(d))
     }
 }
 

@@ -22,6 +22,24 @@ pub struct BlockTQ2_0 {
 
 const _: () = assert!(size_of::<BlockTQ2_0>() == DType::TQ2_0.block_bytes());
 
+impl BlockTQ2_0 {
+    /// Each value's stored code `t + 1` (0..=3; 3 is unused by the quantizer), in value
+    /// order.
+    pub fn codes(&self) -> [u8; QK_K] {
+        std::array::from_fn(|i| (self.value(i) + 1) as u8)
+    }
+
+    /// The block of the codes `t + 1` (each 0..=3, in value order) and the scale `d`.
+    pub fn from_codes(codes: &[u8; QK_K], d: f16) -> Self {
+        let mut qs = [0u8; QK_K / 4];
+        for (i, &code) in codes.iter().enumerate() {
+            let (half, n, m) = (i / 128, (i % 128) / 32, i % 32);
+            qs[32 * half + m] |= (code & 3) << (2 * n);
+        }
+        Self { qs, d }
+    }
+}
+
 impl Ternary for BlockTQ2_0 {
     fn d(&self) -> f32 {
         self.d.to_f32()
@@ -48,16 +66,8 @@ impl QuantizeBlock for BlockTQ2_0 {
     fn quantize_block(src: &[f32]) -> Self {
         let x = block_values::<QK_K>(src, Self::DTYPE);
         let (d, id) = ternary::scale(x);
-        let mut qs = [0u8; QK_K / 4];
-        for (i, &v) in x.iter().enumerate() {
-            let q = ternary::digit(v, id) & 3;
-            let (half, n, m) = (i / 128, (i % 128) / 32, i % 32);
-            qs[32 * half + m] = qs[32 * half + m].wrapping_add((q << (2 * n)) as u8);
-        }
-        Self {
-            qs,
-            d: f16::from_f32(d),
-        }
+        let codes = std::array::from_fn(|i| (ternary::digit(x[i], id) & 3) as u8);
+        Self::from_codes(&codes, f16::from_f32(d))
     }
 }
 

@@ -10,7 +10,7 @@
 //!   rows: `legacy.rs` (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0), `k_quants.rs` (Q2_K … Q6_K).
 //! - `interleaved/`: one group of eight prepared rows against one to four activation
 //!   rows: `legacy.rs` (Q4_0, Q8_0, with `q8_0_sums.rs`), `q4_k.rs` (Q4_K, Q5_K),
-//!   `q6_k.rs`, `iq4.rs` (IQ4_NL, IQ4_XS).
+//!   `q6_k.rs`, `iq4.rs` (IQ4_NL, IQ4_XS), `ternary.rs` (TQ1_0, TQ2_0).
 //! - `iquants/`: the row-major dots of the I-quant and ternary formats (IQ4_NL, IQ4_XS,
 //!   IQ3_S, IQ3_XXS, IQ2_S, IQ2_XS, IQ2_XXS, IQ1_S, IQ1_M, TQ1_0, TQ2_0).
 //! - `vectors.rs`: the AVX2 steps they share; `quantize.rs`: the activation quantizers.
@@ -164,7 +164,7 @@ fn group_kernel<I: IntDots, K: GroupProduct>(wide: bool) -> GroupKernel {
 /// The kernel table of the token `I`: a token exists only on a CPU with its features, so
 /// every entry of the table runs here.
 fn table<I: IntDots>(isa: I) -> QuantKernels {
-    use interleaved::{iq4, legacy as il, q4_k, q6_k};
+    use interleaved::{iq4, legacy as il, q4_k, q6_k, ternary};
     use iquants::{Blocks, SubBlockKernel as Sub};
     use row_major::{k_quants as k, legacy as lg};
     let dots: [DotFn; FORMATS.len()] = [
@@ -204,6 +204,8 @@ fn table<I: IntDots>(isa: I) -> QuantKernels {
         group_kernel::<I, q6_k::Q6KGroup>(false),
         group_kernel::<I, iq4::Iq4NlGroup>(wide),
         group_kernel::<I, iq4::Iq4XsGroup>(wide),
+        group_kernel::<I, ternary::TernaryGroup>(false),
+        group_kernel::<I, ternary::TernaryGroup>(false),
     ];
     QuantKernels::new(I::NAME, quantize::quantize_activations, dots, groups)
 }

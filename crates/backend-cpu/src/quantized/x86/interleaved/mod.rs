@@ -9,3 +9,4 @@ pub(super) mod legacy;
 pub(super) mod q4_k;
 pub(super) mod q6_k;
 pub(super) mod q8_0_sums;
+pub(super) mod ternary;
