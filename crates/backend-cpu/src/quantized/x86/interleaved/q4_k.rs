@@ -120,9 +120,9 @@ fn chunk_scales<I: IntDots>(_: I, sc: __m128i) -> (__m256i, __m256i) {
 }
 
 /// `acc` plus one step's u8 × i8 products: `vpdpbusd` into i32 lanes, or on AVX2
-/// `maddubs` added in 16 bits.
+/// `maddubs` added in 16 bits (also the ternary records' step).
 #[inline(always)]
-fn step<I: IntDots>(isa: I, acc: __m256i, q: __m256i, a: __m256i) -> __m256i {
+pub(super) fn step<I: IntDots>(isa: I, acc: __m256i, q: __m256i, a: __m256i) -> __m256i {
     if I::VNNI {
         isa.dpbusd(acc, q, a)
     } else {

@@ -14,20 +14,9 @@ use std::arch::x86_64::*;
 
 use super::super::vectors::{prefetch_record, store_lanes};
 use super::super::{GroupProduct, IntDots, Q8K_BSUMS, Q8K_BYTES, Q8K_QS};
+use super::q4_k::step;
 use crate::interleaved::ternary::{D, QS, RECORD, STEPS};
 use crate::quantized::kernels::ActRow;
-
-/// `acc` plus one code vector's products with the activation bytes `a`: `vpdpbusd` into
-/// i32 lanes, or on AVX2 `maddubs` added in 16 bits.
-#[inline(always)]
-fn step<I: IntDots>(isa: I, acc: __m256i, codes: __m256i, a: __m256i) -> __m256i {
-    if I::VNNI {
-        isa.dpbusd(acc, codes, a)
-    } else {
-        // SAFETY: every token proves AVX2.
-        unsafe { _mm256_add_epi16(acc, _mm256_maddubs_epi16(codes, a)) }
-    }
-}
 
 /// A chain's sum in i32 lanes (on AVX2 its 16-bit pairs added by one `madd`).
 #[inline(always)]
