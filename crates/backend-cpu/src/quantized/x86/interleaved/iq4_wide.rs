@@ -6,7 +6,8 @@
 //! instructions of the 256-bit products in `iq4.rs`, which hold half a run.
 //!
 //! Each row's sums stay in its lane's two 32-bit halves until the end of the call. The
-//! bias `128 · Σ a` of a sub-block starts the even half's sum, each half is scaled and
+//! bias `128 · Σ a` of a sub-block starts the even half's sum (one broadcast, from
+//! memory for IQ4_XS), each half is scaled and
 //! accumulated in f32 on its own (the rows' scales doubled to fill both halves), and the
 //! two halves of each row are added when the eight outputs are written.
 //!
@@ -28,12 +29,9 @@ use crate::x86::Avx512;
 // functions are compiled with the features of the intrinsics they call, which the
 // `Vnni<Avx512>` token they take proves.
 
-/// The even 32-bit lanes (the first half of each row's pair).
-const EVEN: __mmask16 = 0x5555;
-
-/// Each row's `Σ (level + 128) · a − bias[r]` over one 32-value sub-block, in its pair
-/// of lanes (the bias in the even one): the two runs at `q` against the 32 activation
-/// quants at each `a[r]`. The bias starts the accumulator, so it costs one broadcast.
+/// Each row's `start[r] + Σ (level + 128) · a` over one 32-value sub-block, in its pair
+/// of lanes: the two runs at `q` against the 32 activation quants at each `a[r]`. The
+/// callers start the sums at `−128 · Σ a` in the even lane ([`bias_start`]).
 ///
 /// # Safety
 ///
@@ -44,17 +42,14 @@ unsafe fn sub_block_sums<const R: usize>(
     book: __m512i,
     q: *const u8,
     a: &[*const u8; R],
-    bias: [i32; R],
+    start: [__m512i; R],
 ) -> [__m512i; R] {
     // SAFETY: the caller's contract.
     unsafe {
         let m4 = _mm512_set1_epi8(0x0F);
         // One row's four products form one chain; a lone row splits its chain in two
         // (`vpdpbusd` has a 5-cycle latency), several rows interleave their own.
-        let mut acc = [_mm512_setzero_si512(); R];
-        for r in 0..R {
-            acc[r] = _mm512_maskz_set1_epi32(EVEN, -bias[r]);
-        }
+        let mut acc = start;
         let mut second = [_mm512_setzero_si512(); R];
         for p in 0..2 {
             let v = _mm512_loadu_si512(q.add(64 * p) as *const __m512i);
@@ -77,6 +72,13 @@ unsafe fn sub_block_sums<const R: usize>(
         }
         acc
     }
+}
+
+/// The 64-bit pattern whose broadcast starts a sub-block's sums: `−128 · a_sum` in the
+/// low (even) 32-bit half, 0 in the high one.
+#[inline(always)]
+fn bias_start(a_sum: i32) -> i64 {
+    (a_sum.wrapping_mul(-128) as u32) as i64
 }
 
 /// The codebook, biased, in every 128-bit lane.
@@ -139,13 +141,13 @@ pub(super) unsafe fn nl_product<const R: usize>(
             let record = w.add(b * NL_RECORD);
             prefetch_record(isa.avx2(), record, NL_RECORD.div_ceil(64));
             let mut a = [std::ptr::null::<u8>(); R];
-            let mut bias = [0i32; R];
+            let mut start = [_mm512_setzero_si512(); R];
             for r in 0..R {
                 let act = acts.get_unchecked(r);
                 a[r] = act.blocks.add(b * Q8_0_BYTES + 2);
-                bias[r] = 128 * *act.sums.add(b);
+                start[r] = _mm512_set1_epi64(bias_start(*act.sums.add(b)));
             }
-            let sums = sub_block_sums(book, record.add(NL_QS), &a, bias);
+            let sums = sub_block_sums(book, record.add(NL_QS), &a, start);
             let d = pair_scales(record);
             for r in 0..R {
                 let da = _mm512_set1_ps(*acts.get_unchecked(r).scales.add(b));
@@ -180,9 +182,9 @@ pub(super) unsafe fn xs_product<const R: usize>(
         unsafe {
             let record = w.add(b * XS_RECORD);
             let mut blocks = [std::ptr::null::<u8>(); R];
-            // Per row the biases `128 · Σ a` of the eight sub-blocks (pairs of `bsums`),
-            // in f32 (exact: at most 128 · 32 · 127 in magnitude).
-            let mut biases = [[0f32; 8]; R];
+            // Per row the eight sub-blocks' starting patterns ([`bias_start`]) from the
+            // pairs of `bsums`: `−128 · Σ a` zero-extended to 64 bits.
+            let mut starts = [[0i64; 8]; R];
             for r in 0..R {
                 blocks[r] = acts.get_unchecked(r).blocks.add(b * Q8K_BYTES);
                 let bsums = blocks[r].add(Q8K_BSUMS);
@@ -190,9 +192,11 @@ pub(super) unsafe fn xs_product<const R: usize>(
                     _mm_loadu_si128(bsums as *const __m128i),
                     _mm_loadu_si128(bsums.add(16) as *const __m128i),
                 );
-                _mm256_storeu_ps(
-                    biases[r].as_mut_ptr(),
-                    _mm256_cvtepi32_ps(_mm256_slli_epi32::<7>(_mm256_cvtepi16_epi32(sub_sums))),
+                let biases = _mm256_slli_epi32::<7>(_mm256_cvtepi16_epi32(sub_sums));
+                let negated = _mm256_sub_epi32(_mm256_setzero_si256(), biases);
+                _mm512_storeu_si512(
+                    starts[r].as_mut_ptr() as *mut __m512i,
+                    _mm512_cvtepu32_epi64(negated),
                 );
             }
             let d = pair_scales(record);
@@ -202,22 +206,21 @@ pub(super) unsafe fn xs_product<const R: usize>(
                 let eighth = record.add(XS_RECORD / 8 * j);
                 prefetch_record(isa.avx2(), eighth, XS_RECORD.div_ceil(8 * 64));
                 let mut a = [std::ptr::null::<u8>(); R];
+                let mut start = [_mm512_setzero_si512(); R];
                 for r in 0..R {
                     a[r] = blocks[r].add(Q8K_QS + 32 * j);
+                    start[r] = _mm512_set1_epi64(starts[r][j]);
                 }
                 let runs = record.add(XS_QS + SUB_BLOCK_RUNS * j);
-                let sums = sub_block_sums(book, runs, &a, [0; R]);
-                // The rows' `d · (ls − 32)` of sub-block `j`, each in both lanes of its pair,
-                // and in the even lane only (for the bias, which a row subtracts once).
+                let sums = sub_block_sums(book, runs, &a, start);
+                // The rows' `d · (ls − 32)` of sub-block `j`, each in both lanes of its pair.
                 let sc = _mm_loadl_epi64(record.add(XS_SCALES + 8 * j) as *const __m128i);
                 let scales = _mm512_mul_ps(
                     d,
                     _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_unpacklo_epi8(sc, sc))),
                 );
-                let even_scales = _mm512_maskz_mov_ps(EVEN, scales);
                 for r in 0..R {
                     part[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[r]), scales, part[r]);
-                    part[r] = _mm512_fnmadd_ps(even_scales, _mm512_set1_ps(biases[r][j]), part[r]);
                 }
             }
             for r in 0..R {
