@@ -9,9 +9,9 @@
 //! | 0..16 | the eight rows' `d` (f16), rows in order |
 //! | 16..528 | steps `s` (0..16), 32 bytes each: row `l`'s code bytes `4s .. 4s + 4` (TQ2_0's `qs`) at `4l` |
 //!
-//! Bits `2n .. 2n + 2` of code byte `4s + i` hold value `128 · (s / 8) + 32n + 4 · (s % 8)
-//! + i` (TQ2_0's own pairing, kept), so one step's four bit pairs meet four 4-byte runs of
-//! the activation, each broadcast to every lane.
+//! Bits `2n .. 2n + 2` of code byte `4s + i` hold value `128h + 32n + 4k + i`, where
+//! `h = s / 8` and `k = s % 8` (TQ2_0's own pairing, kept), so one step's four bit pairs
+//! meet four 4-byte runs of the activation, each broadcast to every lane.
 //!
 //! A TQ2_0 record holds the format's bytes, only moved. A TQ1_0 record converts back to
 //! the blocks ggml's quantizer packs for the same codes and scale: the original's bytes
