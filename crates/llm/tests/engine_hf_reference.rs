@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+mod hf_cases;
 mod quantized_reference;
 
 use quantized_reference::{dequantized_reference, errors, flip_margin};
@@ -305,16 +306,7 @@ fn q8_0_files_of_the_new_architectures_stay_within_the_quantized_budget() {
     const MAX_NMSE: f64 = 5e-4;
     const Q8_ROUTER_MARGIN: f32 = 1e-2;
     let mut failures = Vec::new();
-    for name in [
-        "phi3",
-        "granite",
-        "olmo2",
-        "smollm3",
-        "qwen3_yarn",
-        "qwen3moe",
-        "qwen2moe",
-        "mixtral",
-    ] {
+    for name in hf_cases::NEW_ARCHITECTURE_CASES {
         let case = case(name);
         let file = tempra_llm::model_file::ModelFile::load(&case.gguf, None).unwrap();
         let mut bytes = Vec::new();

@@ -18,6 +18,7 @@
 //! 2048-row output head in all of them; GQA (8 query heads over 2 KV heads) runs the
 //! grouped attention.
 
+mod hf_cases;
 mod row_invariance;
 
 use std::sync::Arc;
@@ -156,28 +157,15 @@ fn the_fast_prefill_option_gives_up_the_identity() {
     }
 }
 
-/// The architectures whose files split fused matrices into views (phi3), skip norms
-/// (olmo2), scale branches (granite), skip rope on some layers (smollm3), scale rope
-/// (YaRN, LongRoPE) or route tokens to experts (qwen3moe, qwen2moe with its shared
-/// expert, mixtral): the five ways on the transformers reference files
-/// (`tests/data/hf`), F32 weights, at 1 and 2 threads.
+/// The architectures whose files split fused matrices, skip norms or rope, scale
+/// branches or rope, or route tokens to experts ([`hf_cases::NEW_ARCHITECTURE_CASES`]):
+/// the five ways on the transformers reference files (`tests/data/hf`), F32 weights, at
+/// 1 and 2 threads.
 #[test]
 fn every_architecture_keeps_the_identity() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hf");
     let mut mismatches = Vec::new();
-    for (i, name) in [
-        "phi3",
-        "granite",
-        "olmo2",
-        "smollm3",
-        "qwen3_yarn",
-        "qwen3moe",
-        "qwen2moe",
-        "mixtral",
-    ]
-    .into_iter()
-    .enumerate()
-    {
+    for (i, name) in hf_cases::NEW_ARCHITECTURE_CASES.into_iter().enumerate() {
         for threads in [1, 2] {
             let options = LoadOptions {
                 threads: Some(threads),
