@@ -1,15 +1,17 @@
-//! `linear` with block-quantized weights (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K):
+//! `linear` with block-quantized weights (the legacy, K, I-quant and ternary formats):
 //! activations quantized once per row to the weight format's partner (Q8_0, Q8_1 or
 //! Q8_K, see [`tempra_tensor::quant::vec_dot_dtype`]), then integer dot products.
 //!
 //! - One row (decode, GEMV): the row is quantized once and shared; tasks split the
 //!   weight rows, so the weights are read exactly once, in order.
 //! - Row-interleaved weights ([`crate::interleaved::InterleavedWeight`]: Q4_0, Q8_0,
-//!   Q4_K, Q5_K, Q6_K made at load by [`crate::prepare`]), at every row count this
+//!   Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, TQ1_0, TQ2_0 made at load by [`crate::prepare`]),
+//!   at every row count this
 //!   module is given (with a fast prefill, Q8_0 and Q6_K only below
 //!   `Products::dequant_gemm_rows`): tasks split
 //!   the groups of eight rows; each group is one sequential stream that one kernel call
-//!   turns into eight outputs for each of up to four input rows.
+//!   turns into eight outputs for each of up to four input rows (eight for the 512-bit
+//!   IQ4 products: the kernel's `GroupKernel::rows`).
 //! - Many rows (prefill, GEMM): every row is quantized once; tasks split the weight rows;
 //!   within a task, blocks of weight rows meet blocks of activation rows that fit in L2,
 //!   and each weight row is unpacked once per group of [`ROWS_PER_DOT`] activation rows.

@@ -2,7 +2,8 @@
 //! `tempra_tensor::quant` (ggml's scalar algorithm) on the same quantized bytes: the
 //! integer sums are exact, so only the f32 summation order differs (budget 1e-5 of
 //! `Σ|w·a|`); and each row's result is bit-identical whether the row is alone or in a
-//! tile of up to four (the row-invariance rule: prefill tiles and decode rows agree).
+//! tile of up to the kernel's rows (the row-invariance rule: prefill tiles and decode rows
+//! agree).
 
 use tempra_tensor::DType;
 use tempra_tensor::quant::{

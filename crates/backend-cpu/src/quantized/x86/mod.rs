@@ -8,9 +8,10 @@
 //!
 //! - `row_major/`: one weight row (as GGUF stores it) against one to four activation
 //!   rows: `legacy.rs` (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0), `k_quants.rs` (Q2_K … Q6_K).
-//! - `interleaved/`: one group of eight prepared rows against one to four activation
-//!   rows: `legacy.rs` (Q4_0, Q8_0, with `q8_0_sums.rs`), `q4_k.rs` (Q4_K, Q5_K),
-//!   `q6_k.rs`, `iq4.rs` (IQ4_NL, IQ4_XS), `ternary.rs` (TQ1_0, TQ2_0).
+//! - `interleaved/`: one group of eight prepared rows against one to four (or eight)
+//!   activation rows: `legacy.rs` (Q4_0, Q8_0, with `q8_0_sums.rs`), `q4_k.rs` (Q4_K,
+//!   Q5_K), `q6_k.rs`, `iq4.rs` and `iq4_wide.rs` (IQ4_NL, IQ4_XS), `ternary.rs` (TQ1_0,
+//!   TQ2_0).
 //! - `iquants/`: the row-major dots of the I-quant and ternary formats (IQ4_NL, IQ4_XS,
 //!   IQ3_S, IQ3_XXS, IQ2_S, IQ2_XS, IQ2_XXS, IQ1_S, IQ1_M, TQ1_0, TQ2_0).
 //! - `vectors.rs`: the AVX2 steps they share; `quantize.rs`: the activation quantizers.
