@@ -1,10 +1,13 @@
-//! Batched decode: one new token for each of N sessions in one pass over the weights.
+//! Batched steps: several sessions advanced in one pass over the weights.
 //!
-//! The embedding, the norms and every `linear` run on an `[N, D]` batch, so each weight
-//! matrix is read once for all the sessions (continuous batching); rope takes each row's
-//! own position, and attention runs per sequence against that session's own KV cache,
-//! each writing its row of the step arena's attention slot. The same code runs on every
-//! backend.
+//! Each session runs its own span of tokens: a decode row is a span of one, a chunk of a
+//! prompt a longer span (a mixed step, so that decode never waits for a whole prefill).
+//! The embedding, the norms and every `linear` run on the `[T, D]` concatenation of the
+//! spans, so each weight matrix is read once for all of them (continuous batching); rope
+//! takes each row's own position, and attention runs per span against that session's own
+//! KV cache, each writing its rows of the step arena's attention slot. Only the last row
+//! of each span reaches the output head. The same code runs on every backend, and the
+//! engine's row invariance makes a row's values independent of what shares its step.
 
 use std::sync::Arc;
 
@@ -23,19 +26,47 @@ use crate::error::{LlmError, Result};
 /// Runs `tokens[i]` through `sessions[i]` for every `i` in one batched pass and returns
 /// the logits `[N, vocab]` (row `i` for session `i`). Each session advances by one
 /// position, exactly as [`Session::step`] would, and the logits match stepping each
-/// session alone (up to float summation order).
+/// session alone.
 ///
-/// Errors: no sessions, a token count different from the session count, sessions of
-/// different models, a token outside the vocabulary, or a full session (nothing is
-/// written in any of these cases).
+/// Errors: no sessions, a token count different from the session count, and the errors
+/// of [`step_spans`] (nothing is written in any of these cases).
 pub fn step_batch(sessions: &mut [&mut Session], tokens: &[u32]) -> Result<Tensor> {
-    let n = sessions.len();
-    if n == 0 || tokens.len() != n {
+    if sessions.is_empty() || tokens.len() != sessions.len() {
         return Err(LlmError::Argument {
             what: format!(
-                "a batched step needs one token per session ({} tokens for {n} sessions)",
-                tokens.len()
+                "a batched step needs one token per session ({} tokens for {} sessions)",
+                tokens.len(),
+                sessions.len()
             ),
+        });
+    }
+    let spans: Vec<&[u32]> = tokens.chunks(1).collect();
+    step_spans(sessions, &spans)
+}
+
+/// Runs `spans[i]` through `sessions[i]` for every `i` in one batched pass (a mixed
+/// step: decode rows and prompt chunks together) and returns the logits of each span's
+/// last token `[N, vocab]` (row `i` for session `i`). Each session advances by its
+/// span's length, exactly as [`Session::prefill`] of that span would, and each row's
+/// logits are bit-identical to that prefill's.
+///
+/// Errors: no sessions, a span count different from the session count, an empty span,
+/// more tokens in all than the step arena's `max_batch_tokens`, sessions of different
+/// models, a token outside the vocabulary, or a session without room for its span
+/// (nothing is written in any of these cases).
+pub fn step_spans(sessions: &mut [&mut Session], spans: &[&[u32]]) -> Result<Tensor> {
+    let n = sessions.len();
+    if n == 0 || spans.len() != n {
+        return Err(LlmError::Argument {
+            what: format!(
+                "a batched step needs one span of tokens per session ({} spans for {n} sessions)",
+                spans.len()
+            ),
+        });
+    }
+    if let Some(i) = spans.iter().position(|s| s.is_empty()) {
+        return Err(LlmError::Argument {
+            what: format!("span {i} of the batched step has no tokens"),
         });
     }
     let model = Arc::clone(sessions[0].model());
@@ -47,77 +78,123 @@ pub fn step_batch(sessions: &mut [&mut Session], tokens: &[u32]) -> Result<Tenso
             what: format!("session {i} of the batch runs a different model than session 0"),
         });
     }
+    let total: usize = spans.iter().map(|s| s.len()).sum();
+    let most = model.executor().arena_capacity().max_batch_tokens;
+    if total > most {
+        return Err(LlmError::Argument {
+            what: format!(
+                "a batched step holds at most {most} tokens (the step arena's rows); this one has {total}"
+            ),
+        });
+    }
     let config = model.config();
-    if let Some(&bad) = tokens.iter().find(|&&id| id as usize >= config.vocab_size) {
+    if let Some(&bad) = spans
+        .iter()
+        .flat_map(|s| s.iter())
+        .find(|&&id| id as usize >= config.vocab_size)
+    {
         return Err(LlmError::TokenId {
             id: bad as u64,
             n_vocab: config.vocab_size,
         });
     }
-    if let Some(s) = sessions.iter().find(|s| s.len() >= s.capacity()) {
+    if let Some((s, span)) = sessions
+        .iter()
+        .zip(spans)
+        .find(|(s, span)| s.len() + span.len() > s.capacity())
+    {
         return Err(LlmError::ContextFull {
-            needed: s.len() + 1,
+            needed: s.len() + span.len(),
             capacity: s.capacity(),
         });
     }
     let _guard = no_grad();
     let executor = model.executor();
     let logits = executor.run(|out| {
-        let logits = batch_forward(out, &model, sessions, tokens)?;
+        let logits = batch_forward(out, &model, sessions, spans, total)?;
         Ok(executor.ctx().to_host(logits.tensor())?)
     })?;
-    for (session, &token) in sessions.iter_mut().zip(tokens) {
+    for (session, span) in sessions.iter_mut().zip(spans) {
         let (cache, history) = session.state_mut();
-        cache.advance(1);
-        history.push(token);
+        cache.advance(span.len());
+        history.extend_from_slice(span);
     }
     Ok(logits)
 }
 
-/// The batched step through the forward's blocks: one `[N, D]` pass for everything but
-/// attention, which writes each session's row of the attention slot from its own cache.
+/// The batched step through the forward's blocks: one `[T, D]` pass for everything but
+/// attention, which writes each span's rows of the attention slot from its session's
+/// cache; the output head runs on each span's last row.
 fn batch_forward(
     out: &mut Outputs<'_>,
     model: &Model,
     sessions: &mut [&mut Session],
-    tokens: &[u32],
+    spans: &[&[u32]],
+    total: usize,
 ) -> Result<Var> {
     let n = sessions.len();
     let config = model.config();
     let weights = model.forward_weights();
-    // Positions from a stack buffer for batches up to 64 sessions (no heap per step).
+    // Positions and token ids (then the spans' last rows) in one buffer, from the stack
+    // for steps up to 64 tokens (no heap per decode step).
     let mut stack = [0u32; 64];
     let mut heap = Vec::new();
-    let positions: &mut [u32] = if n <= stack.len() {
-        &mut stack[..n]
+    let scratch: &mut [u32] = if total <= stack.len() {
+        &mut stack[..total]
     } else {
-        heap.resize(n, 0);
+        heap.resize(total, 0);
         &mut heap
     };
-    for (p, s) in positions.iter_mut().zip(sessions.iter()) {
-        *p = s.len() as u32;
+    let mut row = 0;
+    for (s, span) in sessions.iter().zip(spans) {
+        for (j, p) in scratch[row..row + span.len()].iter_mut().enumerate() {
+            *p = (s.len() + j) as u32;
+        }
+        row += span.len();
     }
-    let positions = out.ids(Slot::Positions, positions)?;
-    let ids = out.ids(Slot::TokenIds, tokens)?;
+    let positions = out.ids(Slot::Positions, scratch)?;
+    let mut row = 0;
+    for span in spans {
+        scratch[row..row + span.len()].copy_from_slice(span);
+        row += span.len();
+    }
+    let ids = out.ids(Slot::TokenIds, scratch)?;
     let mut x = embed(out, config, weights, &ids)?;
     drop(ids);
     let (hq, dv) = (config.head_count, config.value_length);
+    let mut lens = [0usize; 64];
+    let mut lens_heap = Vec::new();
+    let lens: &mut [usize] = if n <= lens.len() {
+        &mut lens[..n]
+    } else {
+        lens_heap.resize(n, 0);
+        &mut lens_heap
+    };
+    for (l, span) in lens.iter_mut().zip(spans) {
+        *l = span.len();
+    }
     for (l, layer) in weights.layers.iter().enumerate() {
         let (q, k, v) = project_qkv(out, config, weights, layer, l, &x, &positions)?;
-        let attn = out.write_rows(Slot::Attention, &[n, hq, dv], n, |i, ctx, row| {
-            let (cache, _) = sessions[i].state_mut();
-            let start = cache.len();
-            cache.write(
-                ctx,
-                l,
-                &k.tensor().narrow(0, i, 1)?,
-                &v.tensor().narrow(0, i, 1)?,
-            )?;
-            let (keys, values) = cache.view(l, 1)?;
-            let q_i = q.tensor().narrow(0, i, 1)?;
-            let params = attention_params(config, l, start);
-            Ok(ctx.attention_into(&q_i, &keys, &values, &params, row)?)
-        })?;
+        let attn = out.write_spans(
+            Slot::Attention,
+            &[total, hq, dv],
+            lens,
+            |i, at, ctx, rows| {
+                let t = lens[i];
+                let (cache, _) = sessions[i].state_mut();
+                let start = cache.len();
+                cache.write(
+                    ctx,
+                    l,
+                    &k.tensor().narrow(0, at, t)?,
+                    &v.tensor().narrow(0, at, t)?,
+                )?;
+                let (keys, values) = cache.view(l, t)?;
+                let q_i = q.tensor().narrow(0, at, t)?;
+                let params = attention_params(config, l, start);
+                Ok(ctx.attention_into(&q_i, &keys, &values, &params, rows)?)
+            },
+        )?;
         drop((q, k, v));
         let attn = attention_output(out, config, layer, attn)?;
         x = out.assign(Slot::Hidden, BinaryOp::Add, x, &attn)?;
@@ -126,6 +203,18 @@ fn batch_forward(
         x = out.assign(Slot::Hidden, BinaryOp::Add, x, &ffn)?;
     }
     drop(positions);
+    if total == n {
+        return output_logits(out, config, weights, &x);
+    }
+    // Each span's last row, picked as an embedding lookup of `x`'s rows.
+    let mut end = 0;
+    for (i, t) in lens.iter().enumerate() {
+        end += t;
+        scratch[i] = (end - 1) as u32;
+    }
+    let last = out.ids(Slot::TokenIds, &scratch[..n])?;
+    let x = out.embedding(Slot::Norm, &x, &last)?;
+    drop(last);
     output_logits(out, config, weights, &x)
 }
 
@@ -244,5 +333,53 @@ mod tests {
         let err = step_batch(&mut [&mut a, &mut full], &[1, 1]).expect_err("full");
         assert!(matches!(err, LlmError::ContextFull { .. }), "{err}");
         assert_eq!(a.len(), before);
+    }
+
+    #[test]
+    fn mixed_step_matches_prefill_of_each_span_and_bad_spans_are_errors() {
+        let model = model();
+        let prompts: [&[u32]; 3] = [&[1, 40, 41], &[1, 7], &[1, 50, 60, 70, 80]];
+        let spans: [&[u32]; 3] = [&[9], &[11, 12, 13, 14, 15, 16], &[17, 18]];
+        let mut alone = Vec::new();
+        for (p, span) in prompts.iter().zip(&spans) {
+            let mut s = model.session().expect("session");
+            s.prefill(p).expect("prefill");
+            let l = s.prefill(span).expect("span");
+            alone.push((
+                logits_slice(&l).expect("slice").to_vec(),
+                s.tokens().to_vec(),
+            ));
+        }
+        let mut sessions: Vec<Session> = prompts
+            .iter()
+            .map(|p| {
+                let mut s = model.session().expect("session");
+                s.prefill(p).expect("prefill");
+                s
+            })
+            .collect();
+        let mut refs: Vec<&mut Session> = sessions.iter_mut().collect();
+        let mixed = step_spans(&mut refs, &spans).expect("mixed step");
+        assert_eq!(mixed.dims(), &[3, 300]);
+        for (i, (want, tokens)) in alone.iter().enumerate() {
+            let got = row(&mixed, i);
+            let same = got
+                .iter()
+                .zip(want)
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same, "span {i}: max difference {}", max_diff(&got, want));
+            assert_eq!(sessions[i].tokens(), tokens.as_slice());
+        }
+
+        let (a, b) = sessions.split_at_mut(1);
+        let err = step_spans(&mut [&mut a[0], &mut b[0]], &[&[1], &[]]).expect_err("empty");
+        assert!(err.to_string().contains("span 1"), "{err}");
+        // The arena holds 64 rows (the context): 65 tokens in all are refused.
+        let long = vec![3u32; 60];
+        let before = (a[0].len(), b[0].len());
+        let err = step_spans(&mut [&mut a[0], &mut b[0]], &[&long, &[1, 2, 3, 4, 5]])
+            .expect_err("too many tokens");
+        assert!(err.to_string().contains("at most 64 tokens"), "{err}");
+        assert_eq!((a[0].len(), b[0].len()), before);
     }
 }

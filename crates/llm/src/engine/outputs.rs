@@ -85,28 +85,29 @@ impl<'a> Outputs<'a> {
         Ok(Var::constant(fresh))
     }
 
-    /// `slot` viewed as `dims` (or a fresh pool output), filled one row block at a time:
-    /// `each(i, ctx, rows)` writes rows `i·rows_per..` of it (batched decode's
-    /// per-session attention, without a concatenation).
-    pub(crate) fn write_rows(
+    /// `slot` viewed as `dims` (or a fresh pool output), filled one span of rows at a
+    /// time: `each(i, at, ctx, rows)` writes rows `at..at + lens[i]` of it (a batched
+    /// step's per-session attention, without a concatenation).
+    pub(crate) fn write_spans(
         &mut self,
         slot: Slot,
         dims: &[usize],
-        blocks: usize,
-        mut each: impl FnMut(usize, &ExecContext, &mut Tensor) -> Result<()>,
+        lens: &[usize],
+        mut each: impl FnMut(usize, usize, &ExecContext, &mut Tensor) -> Result<()>,
     ) -> Result<Var> {
-        let per = dims[0] / blocks.max(1);
-        let (mut block_dims, rank) = with_last(dims, dims[dims.len() - 1]);
-        block_dims[0] = per;
-        let block_elems: usize = block_dims[..rank].iter().product();
+        let (mut span_dims, rank) = with_last(dims, dims[dims.len() - 1]);
+        let row_elems: usize = dims[1..].iter().product();
         let mut result = Ok(());
         let whole = self.write(slot, dims, DType::F32, |ctx, out| {
-            for i in 0..blocks {
-                out.set_view(i * block_elems, &block_dims[..rank])?;
-                if let Err(e) = each(i, ctx, out) {
+            let mut at = 0;
+            for (i, &t) in lens.iter().enumerate() {
+                span_dims[0] = t;
+                out.set_view(at * row_elems, &span_dims[..rank])?;
+                if let Err(e) = each(i, at, ctx, out) {
                     result = Err(e);
                     break;
                 }
+                at += t;
             }
             out.set_view(0, dims)
         })?;

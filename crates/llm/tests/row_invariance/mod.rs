@@ -9,14 +9,18 @@
 //! - **batched decode**: `step_batch` beside three other sessions at other positions,
 //!   the prompt's session in a different slot of the batch at each step;
 //! - **cache reuse**: a run that shares only a prefix with the prompt, `Session::truncate`
-//!   back to that prefix (its logits are those of that run), then the rest of the prompt.
+//!   back to that prefix (its logits are those of that run), then the rest of the prompt;
+//! - **mixed steps**: `step_spans` running the chunked prefill's chunks beside a decode
+//!   row of each of three other sessions, the prompt's span in a different slot of the
+//!   batch at each step (the server's chunked prefill). A mixed step gives the logits of
+//!   each span's last token, so this way is compared at the chunk ends.
 
 #![allow(dead_code, unreachable_pub)]
 
 use std::fmt;
 use std::sync::Arc;
 
-use tempra_llm::engine::{Model, Session, logits_slice, step_batch};
+use tempra_llm::engine::{Model, Session, logits_slice, step_batch, step_spans};
 
 /// Sessions per batched decode step: the prompt's and three others. A model that runs
 /// [`batched_decode`] is loaded with `batch_sessions` at least this.
@@ -244,6 +248,48 @@ pub fn cache_reuse(model: &Arc<Model>, inputs: &Inputs) -> Vec<f32> {
     logits
 }
 
+/// The chunked prefill's chunks as spans of `step_spans` beside one decode row of each
+/// other session, the prompt's span one slot further each step: the logits at each
+/// chunk's end, in order.
+pub fn mixed_steps(model: &Arc<Model>, inputs: &Inputs) -> Vec<f32> {
+    let vocab = model.config().vocab_size;
+    let mut session = model.session().expect("session");
+    let mut others: Vec<Session> = inputs
+        .others
+        .iter()
+        .map(|(prompt, _)| {
+            let mut s = model.session().expect("session");
+            s.prefill(prompt).expect("prefill");
+            s
+        })
+        .collect();
+    let mut logits = Vec::new();
+    let mut start = 0;
+    for (step, &chunk) in inputs.chunks.iter().enumerate() {
+        let slot = step % BATCH;
+        let mut batch: Vec<&mut Session> = others.iter_mut().collect();
+        batch.insert(slot, &mut session);
+        let decoded: Vec<u32> = inputs.others.iter().map(|(_, t)| t[step]).collect();
+        let mut spans: Vec<&[u32]> = decoded.chunks(1).collect();
+        spans.insert(slot, &inputs.prompt[start..start + chunk]);
+        let rows = values(&step_spans(&mut batch, &spans).expect("mixed step"));
+        logits.extend_from_slice(&rows[slot * vocab..][..vocab]);
+        start += chunk;
+    }
+    logits
+}
+
+/// The rows of `reference` (every position's logits) at the chunk ends of `inputs`.
+fn chunk_ends(reference: &[f32], inputs: &Inputs, vocab: usize) -> Vec<f32> {
+    let mut end = 0;
+    let mut rows = Vec::with_capacity(inputs.chunks.len() * vocab);
+    for &chunk in &inputs.chunks {
+        end += chunk;
+        rows.extend_from_slice(&reference[(end - 1) * vocab..][..vocab]);
+    }
+    rows
+}
+
 /// One way of reaching every position: the logits it gives, position after position.
 pub type Way = fn(&Arc<Model>, &Inputs) -> Vec<f32>;
 
@@ -278,6 +324,13 @@ pub fn check_ways(
                 difference,
             });
         }
+    }
+    let ends = chunk_ends(reference, inputs, vocab);
+    if let Some(difference) = difference(&ends, &mixed_steps(model, inputs), vocab) {
+        mismatches.push(Mismatch {
+            case: format!("{case}, mixed steps (positions are chunk ends)"),
+            difference,
+        });
     }
 }
 
