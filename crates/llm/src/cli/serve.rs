@@ -8,7 +8,7 @@ use tempra_llm::engine::Pooling;
 use tempra_llm::server::{
     ApiKey, DEFAULT_BODY_TIMEOUT, DEFAULT_DRAIN_TIMEOUT, DEFAULT_HEADER_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_QUEUE,
-    DEFAULT_SLOTS, Server, ServerConfig,
+    DEFAULT_SLOTS, LoadingServer, Server, ServerConfig,
 };
 
 use crate::cli::duration_arg::DurationArg;
@@ -111,7 +111,6 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
         .as_ref()
         .map(|path| std::fs::read_to_string(path).with_context(|| path.display().to_string()))
         .transpose()?;
-    let model = args.engine.load_for(args.kv_slots)?;
     let model_id = args
         .engine
         .model
@@ -125,6 +124,12 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     let listener =
         TcpListener::bind(&address).with_context(|| format!("listening on {address}"))?;
+    // The socket is bound before the model loads: until it is ready every request gets
+    // 503 (`/health` says `loading`), so a load balancer can tell a loading replica
+    // from a dead one.
+    let loading = LoadingServer::start(listener).with_context(|| address.clone())?;
+    let model = args.engine.load_for(args.kv_slots)?;
+    let listener = loading.into_listener().with_context(|| address.clone())?;
     let open_to_network = listener
         .local_addr()
         .map(|a| !a.ip().is_loopback())

@@ -8,11 +8,13 @@
 //!   connection that has waited longest without a request in progress is closed first.
 //!   When every connection has a request in progress, the new one is answered 503
 //!   (`Retry-After`) and closed.
-//! - Shutdown: stop accepting (the listening socket closes), refuse new generation
-//!   requests (503), close the connections without a request in progress, let the
-//!   others finish their request (streams included) for up to the drain timeout (a
-//!   second SIGINT/SIGTERM ends the wait), then end the engine loop and close every
-//!   socket.
+//! - Shutdown: refuse new generation requests (503), close the connections without a
+//!   request in progress, let the others finish their request (streams included) for
+//!   up to the drain timeout (a second SIGINT/SIGTERM ends the wait), then close the
+//!   listening socket, end the engine loop and close every socket. During the drain
+//!   the listener stays open and answers each new connection once with 503 (`/health`
+//!   `draining`, anything else `Retry-After`), then closes it (see
+//!   [`readiness`](crate::server::readiness)).
 
 use std::future::Future;
 use std::io;
@@ -29,6 +31,7 @@ use crate::server::admission::Admission;
 use crate::server::connections::{Connections, Registration};
 use crate::server::errors::RETRY_AFTER_SECS;
 use crate::server::gate::{ConnectionService, Gate};
+use crate::server::readiness::{Unready, answer_until, next_connection, settle};
 use crate::server::tracked_io::TrackedIo;
 
 /// The most refusals (503 answers to connections over the cap) written at once; beyond
@@ -69,34 +72,40 @@ pub(crate) async fn serve(
     let sweeper = tokio::spawn(sweep(Arc::clone(&connections)));
     let refusing = Arc::new(AtomicUsize::new(0));
     tokio::pin!(stop);
-    loop {
-        tokio::select! {
-            biased;
-            () = &mut stop => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => admit(stream, &gate, &connections, &refusing),
-                Err(e) if out_of_descriptors(&e) => {
-                    // Make room: the evicted connection's task closes its socket.
-                    if !connections.evict_and_wait(Duration::from_millis(100)).await {
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
+    while let Some(accepted) = next_connection(&listener, stop.as_mut()).await {
+        match accepted {
+            Ok(stream) => admit(stream, &gate, &connections, &refusing),
+            Err(e) if out_of_descriptors(&e) => {
+                // Make room: the evicted connection's task closes its socket.
+                if !connections.evict_and_wait(Duration::from_millis(100)).await {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
                 }
-                // A connection reset before it was accepted, and the like.
-                Err(_) => tokio::time::sleep(Duration::from_millis(1)).await,
             }
+            // A connection reset before it was accepted, and the like.
+            Err(_) => tokio::time::sleep(Duration::from_millis(1)).await,
         }
     }
-    drop(listener);
     admission.refuse_new();
     connections.drain();
-    tokio::select! {
-        _ = tokio::time::timeout(drain_timeout, connections.all_gone()) => {}
-        () = cut_short => {}
-    }
+    // The listener stays open during the drain: each new connection gets one 503 (a
+    // load balancer's health check sees `draining`, a request `Retry-After`) and is
+    // closed; it is not registered, so it does not hold the drain up.
+    let answering = Arc::new(AtomicUsize::new(0));
+    let drained = async {
+        tokio::select! {
+            _ = tokio::time::timeout(drain_timeout, connections.all_gone()) => {}
+            () = cut_short => {}
+        }
+    };
+    let draining = Unready::Draining(Arc::clone(&admission));
+    answer_until(&listener, draining, drained, &answering).await;
+    // From here on new connections are refused.
+    drop(listener);
     // Ends the engine loop; its slots drop and open streams end.
     admission.close();
     connections.close_all();
     let _ = tokio::time::timeout(CLOSE_WAIT, connections.all_gone()).await;
+    settle(&answering).await;
     sweeper.abort();
 }
 

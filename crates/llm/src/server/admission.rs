@@ -298,6 +298,18 @@ impl Admission {
         self.wake.notify_all();
     }
 
+    /// Whether new jobs are refused ([`Admission::refuse_new`] or
+    /// [`Admission::close`] was called): the server is draining.
+    pub(crate) fn is_refusing(&self) -> bool {
+        let state = self.lock();
+        state.refusing || state.closed
+    }
+
+    /// The slots.
+    pub(crate) fn slots(&self) -> usize {
+        self.slots
+    }
+
     /// Whether [`Admission::close`] was called.
     pub(crate) fn is_closed(&self) -> bool {
         self.lock().closed

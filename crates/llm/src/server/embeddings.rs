@@ -133,10 +133,7 @@ async fn embed(
             }
             Some(_) => {}
             None => {
-                return Err(ApiError::server(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "the server is shutting down",
-                ));
+                return Err(ApiError::shutting_down());
             }
         }
     }

@@ -91,6 +91,28 @@ impl ApiError {
             .with_code(code)
     }
 
+    /// A 503 while the server drains (after SIGINT/SIGTERM or [`Server::shutdown`]):
+    /// `Retry-After` asks the client (or a load balancer) to try again, elsewhere.
+    ///
+    /// [`Server::shutdown`]: crate::server::Server::shutdown
+    pub(crate) fn shutting_down() -> ApiError {
+        ApiError::server(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the server is shutting down",
+        )
+        .with_header(header::RETRY_AFTER, RETRY_AFTER_SECS)
+    }
+
+    /// A 503 while the model loads (`code` `model_loading`, with `Retry-After`).
+    pub(crate) fn loading() -> ApiError {
+        ApiError::server(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the model is loading; retry later",
+        )
+        .with_code("model_loading")
+        .with_header(header::RETRY_AFTER, RETRY_AFTER_SECS)
+    }
+
     /// With a header.
     pub(crate) fn with_header(mut self, name: HeaderName, value: &'static str) -> ApiError {
         self.headers.push((name, value));

@@ -25,10 +25,14 @@
 //!   process runs out of file descriptors, the connection that has waited longest
 //!   without a request in progress is closed to admit the new one; when every
 //!   connection has a request in progress a new one gets 503. A `Content-Length` over
-//!   `max_body_bytes` gets 413 before any of the body is read. Shutdown stops
-//!   accepting, refuses new generations (503), closes idle connections, lets running
-//!   requests finish for up to [`ServerConfig::drain_timeout`], then closes every
-//!   socket.
+//!   `max_body_bytes` gets 413 before any of the body is read. Shutdown refuses new
+//!   generations (503 with `Retry-After`), closes idle connections, lets running
+//!   requests finish for up to [`ServerConfig::drain_timeout`] while new connections
+//!   get one 503 each (`/health` says `draining`), then closes every socket.
+//! - Readiness for load balancers: `GET /health` is 200 `ok` when serving, 503
+//!   `draining` during the drain, and 503 `loading` from a [`LoadingServer`], which
+//!   holds the socket while the model loads and hands it to [`Server::start`]
+//!   (`tempra serve` does; `deploy/` runs replicas behind HAProxy).
 //! - Who may call: with [`ServerConfig::api_keys`], every endpoint but `/health` needs
 //!   `Authorization: Bearer KEY` (compared in constant time; 401 otherwise), and
 //!   [`ServerConfig::api_key_concurrency`] bounds each key's requests in flight. A
@@ -57,7 +61,8 @@
 //!   empty prompt or one that leaves no room in the context (`context_length_exceeded`);
 //!   401 (`invalid_api_key`), 403 (`origin_not_allowed`, `host_not_allowed`), 408
 //!   (`request_timeout`), 413 (`request_too_large`), 429 (type and code
-//!   `rate_limit_exceeded`, with `Retry-After`) and 503 while shutting down.
+//!   `rate_limit_exceeded`, with `Retry-After`) and 503 (with `Retry-After`) while
+//!   loading or shutting down.
 //!
 //! ```no_run
 //! use std::net::TcpListener;
@@ -87,6 +92,7 @@ mod logprob_json;
 mod memory_guard;
 mod metrics;
 mod openai;
+mod readiness;
 mod reply_stream;
 mod routes;
 mod running;
@@ -104,6 +110,7 @@ use std::time::Duration;
 use crate::engine::Pooling;
 
 pub use api_keys::ApiKey;
+pub use readiness::LoadingServer;
 pub use running::Server;
 
 /// The default number of KV slots.

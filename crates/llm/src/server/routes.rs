@@ -21,6 +21,7 @@ use crate::server::embeddings::embeddings;
 use crate::server::errors::ApiError;
 use crate::server::info_routes::{apply_template, detokenize, props, slots, tokenize};
 use crate::server::openai::{Endpoint, GenerationRequest, Plan, Prompt, ResponseHead};
+use crate::server::readiness::health_response;
 use crate::server::sse::stream_response;
 use crate::server::state::AppState;
 use crate::server::structured::{
@@ -95,14 +96,7 @@ async fn models(State(app): State<Arc<AppState>>) -> Response {
 }
 
 async fn health(State(app): State<Arc<AppState>>) -> Response {
-    let occupancy = app.admission.occupancy();
-    Json(serde_json::json!({
-        "status": "ok",
-        "slots_idle": app.slots - occupancy.busy.min(app.slots),
-        "slots_processing": occupancy.busy,
-        "queue_waiting": occupancy.waiting,
-    }))
-    .into_response()
+    health_response(&app.admission)
 }
 
 async fn metrics(State(app): State<Arc<AppState>>) -> Response {
@@ -339,10 +333,7 @@ pub(crate) fn enqueue(
         Rejected::Full { slots, queue } => ApiError::rate_limited(format!(
             "the server is busy: all {slots} slots are busy and the queue of {queue} is full; retry later"
         )),
-        Rejected::Closed => ApiError::server(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the server is shutting down",
-        ),
+        Rejected::Closed => ApiError::shutting_down(),
     })?;
     Ok((place, permit))
 }
@@ -489,10 +480,7 @@ async fn generate(
         match receiver.recv().await {
             Some((index, event)) => choices.absorb(index, event)?,
             None => {
-                return Err(ApiError::server(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "the server is shutting down",
-                ));
+                return Err(ApiError::shutting_down());
             }
         }
     }

@@ -19,6 +19,7 @@ use crate::server::connections::{ConnectionLimits, Connections};
 use crate::server::gate::Gate;
 use crate::server::memory_guard::check_slots_fit;
 use crate::server::metrics::Metrics;
+use crate::server::readiness::{io_error, nonblocking};
 use crate::server::routes::router;
 use crate::server::scheduler::Scheduler;
 use crate::server::slot_board::SlotBoard;
@@ -70,16 +71,8 @@ impl Server {
         let sessions = (0..config.slots)
             .map(|_| model.session())
             .collect::<Result<Vec<_>>>()?;
-        let io = |what: &str, source: std::io::Error| LlmError::Io {
-            path: what.to_owned(),
-            source,
-        };
-        let addr = listener
-            .local_addr()
-            .map_err(|e| io("listener address", e))?;
-        listener
-            .set_nonblocking(true)
-            .map_err(|e| io(&addr.to_string(), e))?;
+        let io = io_error;
+        let addr = nonblocking(&listener)?;
         let metrics = Arc::new(Metrics::default());
         let admission = Arc::new(Admission::new(
             config.slots,
@@ -199,9 +192,10 @@ impl Server {
         result
     }
 
-    /// Stops accepting connections and generation requests, closes the connections
-    /// without a request in progress, lets running requests finish for up to the drain
-    /// timeout, then closes every connection and waits for the threads.
+    /// Refuses new generation requests (503), closes the connections without a request
+    /// in progress, lets running requests finish for up to the drain timeout (new
+    /// connections meanwhile get one 503 each, `/health` `draining`), then closes the
+    /// listener and every connection and waits for the threads.
     pub fn shutdown(mut self) -> Result<()> {
         self.stop_now()
     }

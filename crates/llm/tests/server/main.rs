@@ -12,6 +12,7 @@ mod http_client;
 mod info_endpoints;
 mod logprobs;
 mod message_text;
+mod readiness;
 mod same_tokens;
 mod several_choices;
 mod slots;
