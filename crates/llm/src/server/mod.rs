@@ -13,9 +13,12 @@
 //!   in a queue of `queue`; beyond that they get 429 at once. A waiting request whose
 //!   client disconnects leaves the queue at once.
 //! - One engine thread owns the slots: it admits waiting requests into free slots
-//!   (prefilling the prompt after the prefix the slot already holds: the prompt cache),
-//!   and runs one batched decode step per iteration for every active slot
-//!   ([`step_batch`](crate::engine::step_batch): one read of the weights for all).
+//!   (keeping the prefix the slot already holds: the prompt cache) and runs one mixed
+//!   step per iteration ([`step_spans`](crate::engine::step_spans): one read of the
+//!   weights for all): a decode row for every generating slot and chunks of the waiting
+//!   prompts, sized so that the step stays within twice a decode-only step while a
+//!   stream decodes (chunked prefill: decode never waits for a whole prompt). Prompts
+//!   scored for `echo`/logprobs and embeddings run whole.
 //!   The HTTP side runs on a tokio runtime of its own threads and talks to the engine
 //!   over channels; a client that disconnects frees its slot before the next step.
 //! - Connections: HTTP/1.1 on hyper, under an accept loop of its own. A request head
@@ -83,6 +86,7 @@ mod api_keys;
 mod bodies;
 mod browser;
 mod choices;
+mod chunk_pacer;
 mod connections;
 mod embeddings;
 mod errors;

@@ -1,20 +1,32 @@
-//! `Scheduler`: the engine thread. It owns the slots, admits waiting jobs into free
-//! slots (prefilling their prompts, reusing each slot's cached prefix), and runs one
-//! batched decode step per iteration for every active slot (continuous batching: a job
-//! joins or leaves the batch between steps).
+//! `Scheduler`: the engine thread. It owns the slots, admits waiting jobs into free slots
+//! (reusing each slot's cached prefix), and runs one mixed step per iteration: a decode
+//! row for every generating slot and chunks of the prompts still going in, as many
+//! prompt tokens as the [`ChunkPacer`] allows (continuous batching with chunked
+//! prefill: a job joins or leaves the batch between steps, and decode never waits for a
+//! whole prompt).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crate::engine::{Session, logits_slice, step_batch};
+use crate::engine::{Session, logits_slice, step_spans};
 use crate::server::admission::{Admission, Group, Job, JobEvent};
+use crate::server::chunk_pacer::ChunkPacer;
 use crate::server::metrics::{Metrics, add_duration};
-use crate::server::slot::{Slot, Step, common_prefix, reusable_prefix};
+use crate::server::slot::{Prefilled, Slot, Step, common_prefix};
 use crate::server::slot_board::SlotBoard;
 
 /// How long an idle engine thread sleeps between checks for shutdown.
 const IDLE_WAIT: Duration = Duration::from_millis(200);
+
+/// What a slot runs in a step.
+#[derive(Clone, Copy, Debug)]
+enum Part {
+    /// Its sampled token (a decode row).
+    Decode(u32),
+    /// The next `n` tokens of its prompt.
+    Prompt(usize),
+}
 
 /// The engine loop's state.
 #[derive(Debug)]
@@ -23,6 +35,18 @@ pub(crate) struct Scheduler {
     admission: Arc<Admission>,
     metrics: Arc<Metrics>,
     board: Arc<SlotBoard>,
+    pacer: ChunkPacer,
+    /// Tokens one step holds.
+    max_tokens: usize,
+    /// Jobs admitted so far (their order of admission orders their prompts).
+    admitted: u64,
+    /// The slot the next step's decode rows start from (when there are more generating
+    /// slots than a step holds, they take turns).
+    turn: usize,
+    /// The step's parts, by slot (reused across steps).
+    parts: Vec<(usize, Part)>,
+    /// The step's tokens (reused across steps).
+    tokens: Vec<u32>,
 }
 
 impl Scheduler {
@@ -33,11 +57,24 @@ impl Scheduler {
         metrics: Arc<Metrics>,
         board: Arc<SlotBoard>,
     ) -> Scheduler {
+        let max_tokens = sessions.first().map_or(1, |s| {
+            s.model()
+                .executor()
+                .arena_capacity()
+                .max_batch_tokens
+                .max(1)
+        });
         Scheduler {
             slots: sessions.into_iter().map(Slot::new).collect(),
             admission,
             metrics,
             board,
+            pacer: ChunkPacer::new(max_tokens),
+            max_tokens,
+            admitted: 0,
+            turn: 0,
+            parts: Vec::new(),
+            tokens: Vec::new(),
         }
     }
 
@@ -54,9 +91,9 @@ impl Scheduler {
             self.drop_gone_clients();
             self.admit();
             self.report();
-            let decoded = self.decode_step();
+            let stepped = self.step();
             self.report();
-            if !decoded && !self.admission.wait(IDLE_WAIT) {
+            if !stepped && !self.admission.wait(IDLE_WAIT) {
                 break;
             }
         }
@@ -66,19 +103,23 @@ impl Scheduler {
     fn drop_gone_clients(&mut self) {
         for slot in &mut self.slots {
             if slot.client_gone() {
-                slot.abandon();
-                self.admission.release();
-                self.metrics
-                    .cancelled_requests
-                    .fetch_add(1, Ordering::Relaxed);
+                for _ in 0..slot.abandon() {
+                    self.admission.release();
+                    self.metrics
+                        .cancelled_requests
+                        .fetch_add(1, Ordering::Relaxed);
+                }
             }
         }
     }
 
-    /// Starts waiting groups while they fit in the free slots.
+    /// Starts waiting groups while they fit in the free slots (less those held for the
+    /// forks of groups still prefilling).
     fn admit(&mut self) {
         loop {
-            let free = self.slots.iter().filter(|s| s.active.is_none()).count();
+            let idle = self.slots.iter().filter(|s| s.is_idle()).count();
+            let held: usize = self.slots.iter().map(Slot::waiting_forks).sum();
+            let free = idle.saturating_sub(held);
             if free == 0 {
                 return;
             }
@@ -89,8 +130,7 @@ impl Scheduler {
         }
     }
 
-    /// Frees the slot counted for a job that will not run (its client left while it
-    /// waited).
+    /// Frees the slot counted for a job that will not run.
     fn cancel(&self) {
         self.admission.release();
         self.metrics
@@ -98,9 +138,27 @@ impl Scheduler {
             .fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Runs a group: its first job prefilled on the free slot sharing the longest cached
-    /// prefix with the prompt, the others forked from that slot's KV cache onto free
-    /// slots (the admission counted one slot per job).
+    /// Frees the slot counted for a job that failed.
+    fn failed(&self) {
+        self.admission.release();
+        self.metrics.failed_requests.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The idle slot sharing the longest cached prefix with `prompt` (the first of
+    /// equals).
+    fn best_slot(&self, prompt: &[u32]) -> Option<usize> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.is_idle())
+            .max_by_key(|(i, s)| (common_prefix(s.session.tokens(), prompt), usize::MAX - i))
+            .map(|(i, _)| i)
+    }
+
+    /// Runs a group: its first job on the idle slot sharing the longest cached prefix
+    /// with the prompt, its prompt in chunks through the next steps (or whole, for a
+    /// scored prompt or an embedding); the others are forked from that slot's KV cache
+    /// onto idle slots once the prompt is in (the admission counted one slot per job).
     fn start_group(&mut self, group: Group) {
         let mut jobs = group.into_iter();
         let Some(first) = jobs.next() else {
@@ -112,95 +170,81 @@ impl Scheduler {
             jobs.for_each(|_| self.cancel());
             return;
         }
-        let Some((source, logits)) = self.start(first) else {
-            // The prefill failed and was reported: the forks fail with it.
-            for job in jobs {
-                let _ = job
-                    .events
-                    .send(JobEvent::Failed("the prompt's prefill failed".into()));
-                self.metrics.failed_requests.fetch_add(1, Ordering::Relaxed);
-                self.admission.release();
-            }
+        let Some(index) = self.best_slot(&first.prompt) else {
+            // Not reached: `admit` takes a group only while its slots are free.
+            self.admission.release();
+            jobs.for_each(|_| self.admission.release());
             return;
         };
-        for job in jobs {
+        let m = &self.metrics;
+        m.prompt_tokens
+            .fetch_add(first.prompt.len() as u64, Ordering::Relaxed);
+        if Slot::runs_in_chunks(&first) {
+            self.admitted += 1;
+            let reused = self.slots[index].begin(first, jobs.collect(), self.admitted);
+            m.cached_prompt_tokens
+                .fetch_add(reused as u64, Ordering::Relaxed);
+            return;
+        }
+        let job_generates = first.embed.is_none() && first.max_tokens > 0;
+        let began = Instant::now();
+        let result = self.slots[index].start(first);
+        add_duration(&self.metrics.prefill_nanos, began.elapsed());
+        match result {
+            Ok((step, logits)) => {
+                if job_generates {
+                    self.metrics
+                        .completion_tokens
+                        .fetch_add(1, Ordering::Relaxed);
+                }
+                self.settle(step);
+                self.fork_group(index, jobs.collect(), &logits);
+            }
+            Err(e) => {
+                // Reported on the job's channel unless the failure came after the prefill.
+                self.slots[index].fail(e.to_string());
+                self.slots[index].session.reset();
+                self.failed();
+                // The forks fail with it.
+                self.fail_forks(jobs.collect());
+            }
+        }
+    }
+
+    /// Reports the failure of the prefill the `forks` were waiting on.
+    fn fail_forks(&self, forks: Vec<Job>) {
+        for job in forks {
+            let _ = job
+                .events
+                .send(JobEvent::Failed("the prompt's prefill failed".into()));
+            self.failed();
+        }
+    }
+
+    /// Starts each of `forks` on an idle slot from slot `source`, which holds their
+    /// prompt with `logits` its last position's.
+    fn fork_group(&mut self, source: usize, forks: Vec<Job>, logits: &[f32]) {
+        for job in forks {
             let target = self
                 .slots
                 .iter()
                 .enumerate()
-                .position(|(i, s)| i != source && s.active.is_none());
+                .position(|(i, s)| i != source && s.is_idle());
             let Some(target) = target else {
-                // Not reached: the admission took the group for as many free slots.
+                // Not reached: the admission took the group for as many free slots,
+                // and `admit` holds them while the prompt goes in.
                 self.cancel();
                 continue;
             };
             let (from, to) = pair_mut(&mut self.slots, source, target);
-            match to.fork(job, &from.session, &logits) {
+            match to.fork(job, &from.session, logits) {
                 Ok(step) => {
                     self.metrics
                         .completion_tokens
                         .fetch_add(1, Ordering::Relaxed);
                     self.settle(step);
                 }
-                Err(_) => {
-                    self.metrics.failed_requests.fetch_add(1, Ordering::Relaxed);
-                    self.admission.release();
-                }
-            }
-        }
-    }
-
-    /// Runs `job` on the free slot sharing the longest cached prefix with its prompt;
-    /// returns that slot and the prompt's last logits, or `None` when the prefill failed
-    /// (reported on the job's channel).
-    fn start(&mut self, job: Job) -> Option<(usize, Vec<f32>)> {
-        let Some(index) = self
-            .slots
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.active.is_none())
-            .max_by_key(|(i, s)| {
-                (
-                    common_prefix(s.session.tokens(), &job.prompt),
-                    usize::MAX - i,
-                )
-            })
-            .map(|(i, _)| i)
-        else {
-            // Not reached: `admit` takes a group only while its slots are free.
-            self.admission.release();
-            return None;
-        };
-        let prompt_tokens = job.prompt.len() as u64;
-        let job_generates = job.embed.is_none() && job.max_tokens > 0;
-        let slot = &mut self.slots[index];
-        // A scored prompt or an embedding runs whole (see `Slot::start`).
-        let cached = if job.prompt_logprobs || job.embed.is_some() {
-            0
-        } else {
-            reusable_prefix(slot.session.tokens(), &job.prompt) as u64
-        };
-        let began = Instant::now();
-        let result = slot.start(job);
-        add_duration(&self.metrics.prefill_nanos, began.elapsed());
-        let m = &self.metrics;
-        m.prompt_tokens.fetch_add(prompt_tokens, Ordering::Relaxed);
-        m.cached_prompt_tokens.fetch_add(cached, Ordering::Relaxed);
-        match result {
-            Ok((step, logits)) => {
-                if job_generates {
-                    m.completion_tokens.fetch_add(1, Ordering::Relaxed);
-                }
-                self.settle(step);
-                Some((index, logits))
-            }
-            Err(e) => {
-                // Reported on the job's channel unless the failure came after the prefill.
-                slot.fail(e.to_string());
-                slot.session.reset();
-                self.metrics.failed_requests.fetch_add(1, Ordering::Relaxed);
-                self.admission.release();
-                None
+                Err(_) => self.failed(),
             }
         }
     }
@@ -210,62 +254,99 @@ impl Scheduler {
         match step {
             Step::Continue => {}
             Step::Finished => self.admission.release(),
-            Step::ClientGone => {
-                self.admission.release();
-                self.metrics
-                    .cancelled_requests
-                    .fetch_add(1, Ordering::Relaxed);
-            }
+            Step::ClientGone => self.cancel(),
         }
     }
 
-    /// One batched decode step over every slot with a token to run; returns whether
-    /// there was any.
-    fn decode_step(&mut self) -> bool {
-        let mut rows = Vec::with_capacity(self.slots.len());
-        let mut tokens = Vec::with_capacity(self.slots.len());
-        for (i, slot) in self.slots.iter_mut().enumerate() {
-            if let Some(token) = slot.active.as_mut().and_then(|a| a.next_token.take()) {
-                rows.push(i);
-                tokens.push(token);
+    /// Picks the step's parts: a decode row for each generating slot (in turns when
+    /// there are more than a step holds), then prompt chunks in order of admission, as
+    /// many tokens as the pacer allows. Returns the decode rows and prompt tokens.
+    fn plan(&mut self) -> (usize, usize) {
+        self.parts.clear();
+        let n = self.slots.len();
+        for k in 0..n {
+            if self.parts.len() == self.max_tokens {
+                break;
+            }
+            let i = (self.turn + k) % n;
+            if let Some(token) = self.slots[i]
+                .active
+                .as_mut()
+                .and_then(|a| a.next_token.take())
+            {
+                self.parts.push((i, Part::Decode(token)));
             }
         }
-        if rows.is_empty() {
+        self.turn = (self.turn + 1) % n.max(1);
+        let decode_rows = self.parts.len();
+        let mut budget = self.pacer.budget(decode_rows);
+        let mut prompts: Vec<(u64, usize, usize)> = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.pending_prompt().map(|(p, at)| (at, i, p.len())))
+            .collect();
+        prompts.sort_unstable();
+        let mut prompt_tokens = 0;
+        for (_, i, left) in prompts {
+            if budget == 0 {
+                break;
+            }
+            let take = left.min(budget);
+            self.parts.push((i, Part::Prompt(take)));
+            budget -= take;
+            prompt_tokens += take;
+        }
+        // Sessions go to the engine in slot order.
+        self.parts.sort_unstable_by_key(|&(i, _)| i);
+        self.tokens.clear();
+        for &(i, part) in &self.parts {
+            match part {
+                Part::Decode(token) => self.tokens.push(token),
+                Part::Prompt(take) => {
+                    if let Some((pending, _)) = self.slots[i].pending_prompt() {
+                        self.tokens.extend_from_slice(&pending[..take]);
+                    }
+                }
+            }
+        }
+        (decode_rows, prompt_tokens)
+    }
+
+    /// One mixed step over the planned parts; returns whether there was any.
+    fn step(&mut self) -> bool {
+        let (decode_rows, prompt_tokens) = self.plan();
+        if self.parts.is_empty() {
             return false;
         }
         let began = Instant::now();
+        let mut spans: Vec<&[u32]> = Vec::with_capacity(self.parts.len());
+        let mut at = 0;
+        for &(_, part) in &self.parts {
+            let len = match part {
+                Part::Decode(_) => 1,
+                Part::Prompt(take) => take,
+            };
+            spans.push(&self.tokens[at..at + len]);
+            at += len;
+        }
+        let parts = &self.parts;
         let mut sessions: Vec<&mut Session> = self
             .slots
             .iter_mut()
             .enumerate()
-            .filter(|(i, _)| rows.contains(i))
+            .filter(|(i, _)| parts.iter().any(|(p, _)| p == i))
             .map(|(_, s)| &mut s.session)
             .collect();
-        let result = step_batch(&mut sessions, &tokens);
-        drop(sessions);
-        add_duration(&self.metrics.decode_nanos, began.elapsed());
-        self.metrics.decode_steps.fetch_add(1, Ordering::Relaxed);
-        self.metrics
-            .decode_tokens
-            .fetch_add(rows.len() as u64, Ordering::Relaxed);
+        let result = step_spans(&mut sessions, &spans);
+        drop((sessions, spans));
+        let elapsed = began.elapsed();
+        self.pacer.record(decode_rows, prompt_tokens, elapsed);
+        self.count_step(decode_rows, prompt_tokens, elapsed);
         let failure = match &result {
             Ok(logits) => match logits_slice(logits) {
                 Ok(values) => {
-                    let vocab = values.len() / rows.len();
-                    for (r, &i) in rows.iter().enumerate() {
-                        let row = &values[r * vocab..(r + 1) * vocab];
-                        self.metrics
-                            .completion_tokens
-                            .fetch_add(1, Ordering::Relaxed);
-                        match self.slots[i].accept_logits(row) {
-                            Ok(step) => self.settle(step),
-                            Err(e) => {
-                                self.slots[i].fail(e.to_string());
-                                self.metrics.failed_requests.fetch_add(1, Ordering::Relaxed);
-                                self.admission.release();
-                            }
-                        }
-                    }
+                    self.accept(values);
                     None
                 }
                 Err(e) => Some(e.to_string()),
@@ -273,14 +354,94 @@ impl Scheduler {
             Err(e) => Some(e.to_string()),
         };
         if let Some(what) = failure {
-            for &i in &rows {
-                self.slots[i].fail(what.clone());
-                self.slots[i].session.reset();
-                self.metrics.failed_requests.fetch_add(1, Ordering::Relaxed);
-                self.admission.release();
-            }
+            self.fail_step(&what);
         }
         true
+    }
+
+    /// Adds a step's time and tokens to the metrics: its time split between decode and
+    /// prefill by their tokens.
+    fn count_step(&self, decode_rows: usize, prompt_tokens: usize, elapsed: Duration) {
+        let m = &self.metrics;
+        let all = (decode_rows + prompt_tokens).max(1) as f64;
+        let decode = elapsed.mul_f64(decode_rows as f64 / all);
+        if decode_rows > 0 {
+            add_duration(&m.decode_nanos, decode);
+            m.decode_steps.fetch_add(1, Ordering::Relaxed);
+            m.decode_tokens
+                .fetch_add(decode_rows as u64, Ordering::Relaxed);
+        }
+        if prompt_tokens > 0 {
+            add_duration(&m.prefill_nanos, elapsed.saturating_sub(decode));
+        }
+    }
+
+    /// Takes each part's logits row (`values`, one row per part in order): a decode row
+    /// samples its slot's next token; a prompt's last chunk makes its job active and
+    /// forks the group's other jobs.
+    fn accept(&mut self, values: &[f32]) {
+        let vocab = values.len() / self.parts.len().max(1);
+        let parts = std::mem::take(&mut self.parts);
+        for (r, &(i, part)) in parts.iter().enumerate() {
+            let row = &values[r * vocab..(r + 1) * vocab];
+            let step = match part {
+                Part::Decode(_) => {
+                    self.metrics
+                        .completion_tokens
+                        .fetch_add(1, Ordering::Relaxed);
+                    self.slots[i].accept_logits(row)
+                }
+                Part::Prompt(_) => {
+                    let Some(Prefilled {
+                        step,
+                        forks,
+                        generates,
+                    }) = self.slots[i].prefilled(row)
+                    else {
+                        continue;
+                    };
+                    if step.is_ok() {
+                        if generates {
+                            self.metrics
+                                .completion_tokens
+                                .fetch_add(1, Ordering::Relaxed);
+                        }
+                        self.fork_group(i, forks, row);
+                    } else {
+                        self.fail_forks(forks);
+                    }
+                    step
+                }
+            };
+            match step {
+                Ok(step) => self.settle(step),
+                Err(e) => {
+                    self.slots[i].fail(e.to_string());
+                    self.failed();
+                }
+            }
+        }
+        self.parts = parts;
+    }
+
+    /// Ends every job of the step's parts with the engine's failure `what`.
+    fn fail_step(&mut self, what: &str) {
+        let parts = std::mem::take(&mut self.parts);
+        for &(i, part) in &parts {
+            let slot = &mut self.slots[i];
+            let ended = match part {
+                Part::Decode(_) => {
+                    slot.fail(what.to_owned());
+                    slot.session.reset();
+                    1
+                }
+                Part::Prompt(_) => slot.fail_prefill(what),
+            };
+            for _ in 0..ended {
+                self.failed();
+            }
+        }
+        self.parts = parts;
     }
 }
 
@@ -292,5 +453,105 @@ fn pair_mut(slots: &mut [Slot], a: usize, b: usize) -> (&Slot, &mut Slot) {
     } else {
         let (left, right) = slots.split_at_mut(a);
         (&right[0], &mut left[b])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{LoadOptions, Model, SamplerConfig};
+    use crate::grammar::TokenTrie;
+    use crate::server::admission::ChoiceSender;
+    use crate::testing::{ModelShape, RandomModelSpec, random_model};
+    use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+
+    type Events = UnboundedReceiver<(usize, JobEvent)>;
+
+    fn model() -> Arc<Model> {
+        let shape = ModelShape::parse("dim=64,layers=2,heads=4,kv_heads=2,ffn=96,vocab=300")
+            .expect("shape");
+        let file = random_model(&RandomModelSpec::llama(shape).with_seed(3)).expect("model");
+        let options = LoadOptions {
+            threads: Some(1),
+            context_length: Some(512),
+            ..LoadOptions::default()
+        };
+        Model::from_file(file, &options).expect("load")
+    }
+
+    fn job(model: &Model, prompt: Vec<u32>, max_tokens: usize) -> (Job, Events) {
+        let (tx, rx) = unbounded_channel();
+        let job = Job {
+            prompt,
+            sampler: SamplerConfig::greedy(),
+            max_tokens,
+            stop: Vec::new(),
+            ignore_eos: true,
+            logprobs: None,
+            prompt_logprobs: false,
+            embed: None,
+            constraint: None,
+            trie: Arc::new(TokenTrie::new(model.vocab(), &[])),
+            events: ChoiceSender::new(0, tx),
+        };
+        (job, rx)
+    }
+
+    fn scheduler(model: &Arc<Model>, slots: usize) -> Scheduler {
+        let metrics = Arc::new(Metrics::default());
+        let sessions = (0..slots)
+            .map(|_| model.session().expect("session"))
+            .collect();
+        let admission = Arc::new(Admission::new(slots, 4, Arc::clone(&metrics)));
+        Scheduler::new(
+            sessions,
+            admission,
+            metrics,
+            Arc::new(SlotBoard::new(slots)),
+        )
+    }
+
+    fn produced(s: &Scheduler, slot: usize) -> usize {
+        s.slots[slot].job_counts().map_or(0, |(_, n)| n)
+    }
+
+    #[test]
+    fn a_long_prompt_goes_in_by_chunks_while_a_stream_decodes() {
+        let model = model();
+        let mut s = scheduler(&model, 2);
+        let (a, _a_events) = job(&model, vec![1, 5, 6, 7], 200);
+        let _a_place = s.admission.submit(vec![vec![a]]).expect("submit a");
+        while produced(&s, 0) < 3 {
+            s.admit();
+            assert!(s.step(), "a step");
+        }
+        // The long prompt: the pacer's chunks grow at most twofold per step from 32.
+        let prompt: Vec<u32> = (0..300).map(|i| (i * 7 % 299 + 1) as u32).collect();
+        let (b, _b_events) = job(&model, prompt.clone(), 4);
+        let _b_place = s.admission.submit(vec![vec![b]]).expect("submit b");
+        let a_before = produced(&s, 0);
+        let mut steps = 0;
+        loop {
+            s.admit();
+            assert!(s.step(), "a step");
+            steps += 1;
+            if s.slots[1].active.is_some() {
+                break;
+            }
+            assert!(steps < 100, "the prompt never went in");
+        }
+        // One decode row of the stream in every step of the prompt's prefill.
+        assert!(steps >= 3, "{steps} steps");
+        assert_eq!(produced(&s, 0) - a_before, steps);
+        // The chunks change nothing: the first token is the whole prompt's greedy one.
+        let mut alone = model.session().expect("session");
+        let logits = alone.prefill(&prompt).expect("prefill");
+        let values = logits_slice(&logits).expect("logits");
+        let greedy = (0..values.len())
+            .max_by(|&x, &y| values[x].total_cmp(&values[y]))
+            .expect("a logit") as u32;
+        assert_eq!(s.slots[1].session.tokens(), prompt.as_slice());
+        let next = s.slots[1].active.as_ref().and_then(|a| a.next_token);
+        assert_eq!(next, Some(greedy));
     }
 }

@@ -15,6 +15,33 @@ use crate::tokenizer::{DetokenizeOptions, TokenStreamDecoder};
 pub(crate) struct Slot {
     pub(crate) session: Session,
     pub(crate) active: Option<Active>,
+    /// A job whose prompt runs in chunks, before it becomes [`Slot::active`].
+    prefill: Option<Prefill>,
+}
+
+/// A job whose prompt is going into the session chunk by chunk (the scheduler's mixed
+/// steps).
+#[derive(Debug)]
+struct Prefill {
+    job: Job,
+    /// The group's other jobs, forked from this slot once the prompt is in.
+    forks: Vec<Job>,
+    /// The prompt tokens kept from the session's cache.
+    reused: usize,
+    /// When the job was admitted (the scheduler runs prompts in that order).
+    admitted: u64,
+}
+
+/// A prompt whose last chunk ran: the job is active and its first token sampled.
+#[derive(Debug)]
+pub(crate) struct Prefilled {
+    /// What became of the job after its first token (on an error the job is still
+    /// active: the caller ends it with [`Slot::fail`]).
+    pub(crate) step: Result<Step>,
+    /// The group's other jobs, to fork from this slot.
+    pub(crate) forks: Vec<Job>,
+    /// Whether the job generates (its first token counts as a completion token).
+    pub(crate) generates: bool,
 }
 
 /// A job running on a slot.
@@ -67,30 +94,93 @@ impl Slot {
         Slot {
             session,
             active: None,
+            prefill: None,
         }
     }
 
-    /// Starts `job`: keeps the cached prefix it shares with the prompt (at least one
-    /// prompt token always runs, for the logits), prefills the rest and samples the first
-    /// token. Returns the step and the prompt's last logits (for the forks of a group).
+    /// Whether the slot has no job, running or prefilling.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.active.is_none() && self.prefill.is_none()
+    }
+
+    /// Whether `job` runs in chunks through [`Slot::begin`] (a scored prompt or an
+    /// embedding runs whole through [`Slot::start`]).
+    pub(crate) fn runs_in_chunks(job: &Job) -> bool {
+        job.embed.is_none() && !job.prompt_logprobs
+    }
+
+    /// Starts `job` (one that [`Slot::runs_in_chunks`]) with `forks` to follow: keeps
+    /// the cached prefix it shares with the prompt (at least one prompt token always
+    /// runs, for the logits); the rest runs through [`Slot::pending_prompt`] and
+    /// [`Slot::prefilled`]. Returns the prompt tokens kept.
+    pub(crate) fn begin(&mut self, job: Job, forks: Vec<Job>, admitted: u64) -> usize {
+        let reused = reusable_prefix(self.session.tokens(), &job.prompt);
+        self.session.truncate(reused);
+        self.prefill = Some(Prefill {
+            job,
+            forks,
+            reused,
+            admitted,
+        });
+        reused
+    }
+
+    /// The prompt tokens still to run and when the job was admitted, while the slot
+    /// prefills.
+    pub(crate) fn pending_prompt(&self) -> Option<(&[u32], u64)> {
+        let p = self.prefill.as_ref()?;
+        let done = self.session.len().min(p.job.prompt.len());
+        Some((&p.job.prompt[done..], p.admitted))
+    }
+
+    /// The jobs waiting to fork from this slot once its prompt is in.
+    pub(crate) fn waiting_forks(&self) -> usize {
+        self.prefill.as_ref().map_or(0, |p| p.forks.len())
+    }
+
+    /// A chunk of the prompt ran (the session holds it) and `logits` are its last
+    /// token's: once the whole prompt is in, the job becomes active with its first token
+    /// sampled. `None` while the prompt goes on.
+    pub(crate) fn prefilled(&mut self, logits: &[f32]) -> Option<Prefilled> {
+        let p = self.prefill.as_ref()?;
+        if self.session.len() < p.job.prompt.len() {
+            return None;
+        }
+        let Prefill {
+            job, forks, reused, ..
+        } = self.prefill.take()?;
+        let generates = job.max_tokens > 0;
+        let step = self.activate(job, reused, logits);
+        Some(Prefilled {
+            step,
+            forks,
+            generates,
+        })
+    }
+
+    /// Ends a prefilling job and its forks with `what` (an engine failure); returns how
+    /// many jobs ended.
+    pub(crate) fn fail_prefill(&mut self, what: &str) -> usize {
+        let Some(p) = self.prefill.take() else {
+            return 0;
+        };
+        let _ = p.job.events.send(JobEvent::Failed(what.to_owned()));
+        for fork in &p.forks {
+            let _ = fork.events.send(JobEvent::Failed(what.to_owned()));
+        }
+        self.session.reset();
+        1 + p.forks.len()
+    }
+
+    /// Starts `job` whole (one that does not [`Slot::runs_in_chunks`]): an embedding, or a
+    /// prompt scored for its log-probabilities from position 0, then its first token
+    /// sampled. Returns the step and the prompt's last logits (for the forks of a group).
     pub(crate) fn start(&mut self, job: Job) -> Result<(Step, Vec<f32>)> {
         if let Some(pooling) = job.embed {
             return self.embed(job, pooling).map(|step| (step, Vec::new()));
         }
-        let reuse = if job.prompt_logprobs {
-            0
-        } else {
-            reusable_prefix(self.session.tokens(), &job.prompt)
-        };
-        self.session.truncate(reuse);
-        let prefilled = if job.prompt_logprobs {
-            self.score_prompt(&job)
-        } else {
-            self.session
-                .prefill(&job.prompt[reuse..])
-                .and_then(|l| Ok(logits_slice(&l)?.to_vec()))
-        };
-        let logits = match prefilled {
+        self.session.reset();
+        let logits = match self.score_prompt(&job) {
             Ok(logits) => logits,
             Err(e) => {
                 let _ = job.events.send(JobEvent::Failed(e.to_string()));
@@ -98,7 +188,7 @@ impl Slot {
                 return Err(e);
             }
         };
-        let step = self.activate(job, reuse, &logits)?;
+        let step = self.activate(job, 0, &logits)?;
         Ok((step, logits))
     }
 
@@ -187,23 +277,33 @@ impl Slot {
         Ok(last)
     }
 
-    /// The running job's prompt and generated token counts.
+    /// The running (or prefilling) job's prompt and generated token counts.
     pub(crate) fn job_counts(&self) -> Option<(usize, usize)> {
+        let prefilling = self.prefill.as_ref().map(|p| (p.job.prompt.len(), 0));
         self.active
             .as_ref()
             .map(|a| (a.job.prompt.len(), a.produced))
+            .or(prefilling)
     }
 
     /// Whether the job's client went away (its event channel is closed).
     pub(crate) fn client_gone(&self) -> bool {
-        self.active
+        let running = self
+            .active
             .as_ref()
-            .is_some_and(|a| a.job.events.is_closed())
+            .is_some_and(|a| a.job.events.is_closed());
+        let prefilling = self
+            .prefill
+            .as_ref()
+            .is_some_and(|p| p.job.events.is_closed());
+        running || prefilling
     }
 
-    /// Ends the job without a report (the client is gone).
-    pub(crate) fn abandon(&mut self) {
+    /// Ends the job without a report (the client is gone); returns how many jobs ended
+    /// (a prefilling job's forks with it).
+    pub(crate) fn abandon(&mut self) -> usize {
         self.active = None;
+        self.prefill.take().map_or(1, |p| 1 + p.forks.len())
     }
 
     /// Reports an engine failure and ends the job.
@@ -262,7 +362,7 @@ impl Slot {
                 logprobs: std::mem::take(&mut active.pending),
             };
             if active.job.events.send(event).is_err() {
-                self.abandon();
+                let _ = self.abandon();
                 return Ok(Step::ClientGone);
             }
         }

@@ -39,9 +39,7 @@ impl SlotBoard {
             return;
         };
         let (prompt, decoded) = slot.job_counts().unwrap_or((0, 0));
-        gauge
-            .processing
-            .store(slot.active.is_some(), Ordering::Relaxed);
+        gauge.processing.store(!slot.is_idle(), Ordering::Relaxed);
         gauge.cached.store(slot.session.len(), Ordering::Relaxed);
         gauge.prompt.store(prompt, Ordering::Relaxed);
         gauge.decoded.store(decoded, Ordering::Relaxed);
