@@ -7,8 +7,8 @@ use anyhow::{Context, bail};
 use tempra_llm::engine::Pooling;
 use tempra_llm::server::{
     ApiKey, DEFAULT_BODY_TIMEOUT, DEFAULT_DRAIN_TIMEOUT, DEFAULT_HEADER_TIMEOUT,
-    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_QUEUE,
-    DEFAULT_SLOTS, LoadingServer, Server, ServerConfig,
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_PREFILL_GAP_PERCENT, DEFAULT_QUEUE, DEFAULT_SLOTS, LoadingServer, Server, ServerConfig,
 };
 
 use crate::cli::duration_arg::DurationArg;
@@ -87,6 +87,11 @@ pub(crate) struct ServeArgs {
     /// connection is closed (a second signal stops at once).
     #[arg(long = "drain-timeout", value_name = "SECS", default_value_t = DurationArg(DEFAULT_DRAIN_TIMEOUT))]
     drain_timeout: DurationArg,
+    /// While a stream decodes, size each step that also carries prompt tokens to take at
+    /// most this many decode-only steps (1.1 to 100; larger: longer gaps between the
+    /// streams' tokens, a long prompt's first token sooner).
+    #[arg(long = "prefill-gap", value_name = "FACTOR", default_value_t = f64::from(DEFAULT_PREFILL_GAP_PERCENT) / 100.0)]
+    prefill_gap: f64,
 }
 
 /// Runs `tempra serve` until Ctrl-C or SIGTERM.
@@ -96,6 +101,12 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     if args.max_connections == 0 {
         bail!("--max-connections must be at least 1");
+    }
+    if !(1.1..=100.0).contains(&args.prefill_gap) {
+        bail!(
+            "--prefill-gap must be 1.1 to 100 decode steps, not {}",
+            args.prefill_gap
+        );
     }
     if args.api_key_concurrency == Some(0) {
         bail!("--api-key-concurrency must be at least 1");
@@ -147,6 +158,7 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
         idle_timeout: args.idle_timeout.0,
         max_connections: args.max_connections,
         drain_timeout: args.drain_timeout.0,
+        prefill_gap_percent: (args.prefill_gap * 100.0).round() as u32,
         api_keys,
         api_key_concurrency: args.api_key_concurrency,
         cors_origins: args.cors_origins.clone(),

@@ -16,8 +16,9 @@
 //!   (keeping the prefix the slot already holds: the prompt cache) and runs one mixed
 //!   step per iteration ([`step_spans`](crate::engine::step_spans): one read of the
 //!   weights for all): a decode row for every generating slot and chunks of the waiting
-//!   prompts, sized so that the step stays within twice a decode-only step while a
-//!   stream decodes (chunked prefill: decode never waits for a whole prompt). Prompts
+//!   prompts, sized so that the step stays within [`ServerConfig::prefill_gap_percent`]
+//!   of a decode-only step while a stream decodes (chunked prefill: decode never waits
+//!   for a whole prompt). Prompts
 //!   scored for `echo`/logprobs and embeddings run whole.
 //!   The HTTP side runs on a tokio runtime of its own threads and talks to the engine
 //!   over channels; a client that disconnects frees its slot before the next step.
@@ -133,6 +134,9 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 /// The default time running requests get to finish at shutdown (10 s).
 pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// The default [`ServerConfig::prefill_gap_percent`]: a step that carries prompt tokens
+/// while a stream decodes takes at most 2.5 decode-only steps.
+pub const DEFAULT_PREFILL_GAP_PERCENT: u32 = 250;
 /// The roles a chat message may have without `--allow-role`.
 pub const STANDARD_ROLES: [&str; 5] = ["system", "user", "assistant", "tool", "developer"];
 
@@ -167,6 +171,11 @@ pub struct ServerConfig {
     /// At shutdown, running requests get this long to finish before every connection is
     /// closed.
     pub drain_timeout: Duration,
+    /// While a stream decodes, a step that also carries prompt tokens (chunked prefill)
+    /// is sized to take at most this percentage of a decode-only step: the streams' gap
+    /// between tokens against a long prompt's time to first token (larger: longer gaps,
+    /// and a prompt's time to first token closer to its time alone). At least 110.
+    pub prefill_gap_percent: u32,
     /// Keys a client must present as `Authorization: Bearer KEY` (empty: no
     /// authentication). `/health` stays open.
     pub api_keys: Vec<ApiKey>,
@@ -189,7 +198,8 @@ pub struct ServerConfig {
 impl ServerConfig {
     /// The defaults for a model called `model_id`: [`DEFAULT_SLOTS`] slots, a queue of
     /// [`DEFAULT_QUEUE`], [`DEFAULT_MAX_BODY_BYTES`], the model's own template, two HTTP
-    /// threads, no signal handling, the `DEFAULT_*` timeouts and connection cap, no API
+    /// threads, no signal handling, the `DEFAULT_*` timeouts, connection cap and prefill
+    /// gap, no API
     /// keys, no CORS origins, no extra hosts or roles.
     pub fn new(model_id: impl Into<String>) -> ServerConfig {
         ServerConfig {
@@ -205,6 +215,7 @@ impl ServerConfig {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+            prefill_gap_percent: DEFAULT_PREFILL_GAP_PERCENT,
             api_keys: Vec::new(),
             api_key_concurrency: None,
             cors_origins: Vec::new(),

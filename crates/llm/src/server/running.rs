@@ -122,7 +122,8 @@ impl Server {
             body_timeout: config.body_timeout,
             metrics: Arc::clone(&metrics),
         });
-        let scheduler = Scheduler::new(sessions, Arc::clone(&admission), metrics, board);
+        let gap = f64::from(config.prefill_gap_percent) / 100.0;
+        let scheduler = Scheduler::new(sessions, Arc::clone(&admission), metrics, board, gap);
         let engine = std::thread::Builder::new()
             .name("tempra-engine".into())
             .spawn(move || scheduler.run())
@@ -255,6 +256,12 @@ fn validate(config: &ServerConfig) -> Result<()> {
     if config.api_key_concurrency == Some(0) {
         return fail("the per-key concurrency limit must be at least 1".into());
     }
+    if config.prefill_gap_percent < 110 {
+        return fail(format!(
+            "the prefill gap must be at least 110 % of a decode step, not {} %",
+            config.prefill_gap_percent
+        ));
+    }
     for role in &config.extra_roles {
         let valid = !role.is_empty()
             && role
@@ -314,4 +321,42 @@ fn preserved_tokens(
         .chain(if reasoning { &think[..] } else { &[] })
         .filter_map(|text| vocab.token_id(text.as_bytes()))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_the_server_cannot_work_with_are_refused_by_name() {
+        let ok = ServerConfig::new("m");
+        assert!(validate(&ok).is_ok());
+        let refused = [
+            (
+                ServerConfig {
+                    slots: 0,
+                    ..ok.clone()
+                },
+                "KV slot",
+            ),
+            (
+                ServerConfig {
+                    prefill_gap_percent: 100,
+                    ..ok.clone()
+                },
+                "prefill gap must be at least 110 %",
+            ),
+            (
+                ServerConfig {
+                    api_key_concurrency: Some(0),
+                    ..ok.clone()
+                },
+                "per-key concurrency",
+            ),
+        ];
+        for (config, what) in refused {
+            let err = validate(&config).expect_err(what).to_string();
+            assert!(err.contains(what), "{err}");
+        }
+    }
 }

@@ -50,12 +50,14 @@ pub(crate) struct Scheduler {
 }
 
 impl Scheduler {
-    /// A scheduler over `sessions` (one slot each), reporting them on `board`.
+    /// A scheduler over `sessions` (one slot each), reporting them on `board`, its
+    /// mixed steps paced to `gap` decode-only steps (see [`ChunkPacer`]).
     pub(crate) fn new(
         sessions: Vec<Session>,
         admission: Arc<Admission>,
         metrics: Arc<Metrics>,
         board: Arc<SlotBoard>,
+        gap: f64,
     ) -> Scheduler {
         let max_tokens = sessions.first().map_or(1, |s| {
             s.model()
@@ -69,7 +71,7 @@ impl Scheduler {
             admission,
             metrics,
             board,
-            pacer: ChunkPacer::new(max_tokens),
+            pacer: ChunkPacer::new(max_tokens, gap),
             max_tokens,
             admitted: 0,
             turn: 0,
@@ -260,8 +262,9 @@ impl Scheduler {
 
     /// Picks the step's parts: a decode row for each generating slot (in turns when
     /// there are more than a step holds), then prompt chunks in order of admission, as
-    /// many tokens as the pacer allows. Returns the decode rows and prompt tokens.
-    fn plan(&mut self) -> (usize, usize) {
+    /// many tokens as the pacer allows. Returns the decode rows, the prompt tokens and
+    /// the pacer's budget.
+    fn plan(&mut self) -> (usize, usize, usize) {
         self.parts.clear();
         let n = self.slots.len();
         for k in 0..n {
@@ -279,7 +282,8 @@ impl Scheduler {
         }
         self.turn = (self.turn + 1) % n.max(1);
         let decode_rows = self.parts.len();
-        let mut budget = self.pacer.budget(decode_rows);
+        let allowed = self.pacer.budget(decode_rows);
+        let mut budget = allowed;
         let mut prompts: Vec<(u64, usize, usize)> = self
             .slots
             .iter()
@@ -310,12 +314,12 @@ impl Scheduler {
                 }
             }
         }
-        (decode_rows, prompt_tokens)
+        (decode_rows, prompt_tokens, allowed)
     }
 
     /// One mixed step over the planned parts; returns whether there was any.
     fn step(&mut self) -> bool {
-        let (decode_rows, prompt_tokens) = self.plan();
+        let (decode_rows, prompt_tokens, allowed) = self.plan();
         if self.parts.is_empty() {
             return false;
         }
@@ -341,7 +345,8 @@ impl Scheduler {
         let result = step_spans(&mut sessions, &spans);
         drop((sessions, spans));
         let elapsed = began.elapsed();
-        self.pacer.record(decode_rows, prompt_tokens, elapsed);
+        self.pacer
+            .record(decode_rows, prompt_tokens, allowed, elapsed);
         self.count_step(decode_rows, prompt_tokens, elapsed);
         let failure = match &result {
             Ok(logits) => match logits_slice(logits) {
@@ -503,12 +508,8 @@ mod tests {
             .map(|_| model.session().expect("session"))
             .collect();
         let admission = Arc::new(Admission::new(slots, 4, Arc::clone(&metrics)));
-        Scheduler::new(
-            sessions,
-            admission,
-            metrics,
-            Arc::new(SlotBoard::new(slots)),
-        )
+        let board = Arc::new(SlotBoard::new(slots));
+        Scheduler::new(sessions, admission, metrics, board, 2.0)
     }
 
     fn produced(s: &Scheduler, slot: usize) -> usize {
@@ -525,7 +526,12 @@ mod tests {
             s.admit();
             assert!(s.step(), "a step");
         }
-        // The long prompt: the pacer's chunks grow at most twofold per step from 32.
+        // Costs that make the first chunk 10 tokens (a decode-only step of 10 ms, a
+        // prompt token of 1 ms); the chunks grow at most twofold per step from there.
+        s.pacer = ChunkPacer::new(512, 2.0);
+        s.pacer.record(1, 0, 0, Duration::from_millis(10));
+        s.pacer.record(0, 100, 100, Duration::from_millis(100));
+        // The long prompt.
         let prompt: Vec<u32> = (0..300).map(|i| (i * 7 % 299 + 1) as u32).collect();
         let (b, _b_events) = job(&model, prompt.clone(), 4);
         let _b_place = s.admission.submit(vec![vec![b]]).expect("submit b");
@@ -540,8 +546,9 @@ mod tests {
             }
             assert!(steps < 100, "the prompt never went in");
         }
-        // One decode row of the stream in every step of the prompt's prefill.
-        assert!(steps >= 3, "{steps} steps");
+        // One decode row of the stream in every step of the prompt's prefill (10 + 20 +
+        // 40 + 80 + 160 tokens at the most).
+        assert!(steps >= 5, "{steps} steps");
         assert_eq!(produced(&s, 0) - a_before, steps);
         // The chunks change nothing: the first token is the whole prompt's greedy one.
         let mut alone = model.session().expect("session");
