@@ -40,8 +40,19 @@ pub fn step_batch(sessions: &mut [&mut Session], tokens: &[u32]) -> Result<Tenso
             ),
         });
     }
-    let spans: Vec<&[u32]> = tokens.chunks(1).collect();
-    step_spans(sessions, &spans)
+    // The spans on the stack for batches up to 64 sessions (no heap per decode step).
+    let mut stack: [&[u32]; 64] = [&[]; 64];
+    let mut heap = Vec::new();
+    let spans: &[&[u32]] = if tokens.len() <= stack.len() {
+        for (span, token) in stack.iter_mut().zip(tokens) {
+            *span = std::slice::from_ref(token);
+        }
+        &stack[..tokens.len()]
+    } else {
+        heap.extend(tokens.iter().map(std::slice::from_ref));
+        &heap
+    };
+    step_spans(sessions, spans)
 }
 
 /// Runs `spans[i]` through `sessions[i]` for every `i` in one batched pass (a mixed
