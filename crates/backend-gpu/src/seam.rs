@@ -281,6 +281,10 @@ impl Backend for GpuBackend {
     }
 
     fn gather(&self, x: &Tensor, indices: &Tensor, out: &mut Tensor) -> Result<()> {
+        if all_f32(&[x, out]) && indices.dtype() == DType::U32 {
+            return experts::gather(&self.ctx, x, indices, out)
+                .map_err(|e| e.into_tensor_error("gather"));
+        }
         self.on_host("gather", &[x, indices], &mut [out], |r, i, o| {
             r.gather(&i[0], &i[1], &mut o[0])
         })

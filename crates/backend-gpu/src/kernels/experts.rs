@@ -1,6 +1,6 @@
 //! The mixture-of-experts ops on the device: `top_k` (one invocation per row, the
-//! selection in `tempra_tensor::ordering`'s order), `weighted_sum` (one invocation per
-//! output element, slots summed in order) and `expert_linear` (one workgroup per
+//! selection in `tempra_tensor::ordering`'s order), `gather` and `weighted_sum` (one
+//! invocation per output element, slots summed in order) and `expert_linear` (one workgroup per
 //! (weight row, input row), the weight row from the expert the row's id names, in every
 //! dtype `linear` reads; stacks larger than one binding are bound a window of experts at
 //! a time; a bias is a second pass, `expert_bias`, as WebGPU guarantees only four storage
@@ -22,6 +22,10 @@ const GROUP: usize = 64;
 
 fn top_k_source(f16: bool) -> String {
     compose(f16, &[include_str!("top_k.wgsl")])
+}
+
+fn gather_source(f16: bool) -> String {
+    compose(f16, &[include_str!("gather.wgsl")])
 }
 
 fn weighted_sum_source(f16: bool) -> String {
@@ -48,6 +52,14 @@ const TOP_K: KernelSpec = KernelSpec {
     entry: "top_k",
     bindings: &[Access::Read, Access::ReadWrite, Access::ReadWrite],
     source: top_k_source,
+    f16: false,
+};
+
+const GATHER: KernelSpec = KernelSpec {
+    name: "gather",
+    entry: "gather",
+    bindings: &[Access::Read, Access::Read, Access::ReadWrite],
+    source: gather_source,
     f16: false,
 };
 
@@ -113,6 +125,38 @@ pub(crate) fn top_k(
     p.layout(OP, xrel as usize, &rows.dims, &rows.strides)?;
     let groups = to_u32(rows.count.div_ceil(GROUP), OP)?;
     ctx.dispatch(&TOP_K, &p, &[xw, vw, iw], groups)
+}
+
+/// `out [.., k] = x[.., indices[.., j]]` along the last dim (F32 `x`, any strides; U32
+/// `indices`; `out` contiguous). An index past the last dim gives NaN, as the reference
+/// does (indices on the device are not read back to check).
+pub(crate) fn gather(
+    ctx: &Arc<DeviceContext>,
+    x: &Tensor,
+    indices: &Tensor,
+    out: &Tensor,
+) -> Result<()> {
+    const OP: &str = "gather";
+    let outputs = out.elem_count();
+    if outputs == 0 {
+        return Ok(());
+    }
+    let (n, k) = (x.shape().last(), indices.shape().last());
+    let xo = ctx.operand(x)?;
+    let io = ctx.operand(indices)?;
+    let oo = ctx.output(OP, out)?;
+    let (xw, xrel) = xo.bind(ctx, OP, "input")?;
+    let (iw, irel) = io.bind(ctx, OP, "indices")?;
+    let (ow, orel) = oo.bind(ctx, OP, "output")?;
+    let (x_dims, x_strides) = collapse(x.dims(), &[x.layout().strides()]);
+    let (i_dims, i_strides) = collapse(indices.dims(), &[indices.layout().strides()]);
+    let mut p = Params::new();
+    p.n(outputs, OP)?.n(n, OP)?.n(k, OP)?.u(orel);
+    pad_to(&mut p, 8);
+    p.layout(OP, xrel as usize, &x_dims, &x_strides[0])?;
+    p.layout(OP, irel as usize, &i_dims, &i_strides[0])?;
+    let groups = to_u32(outputs.div_ceil(GROUP), OP)?;
+    ctx.dispatch(&GATHER, &p, &[xw, iw, ow], groups)
 }
 
 /// `out [.., D] = Σ_s weights[.., s] · x[.., s, :]` (F32; `out` contiguous).
