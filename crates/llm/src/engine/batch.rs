@@ -250,6 +250,18 @@ mod tests {
         .expect("load")
     }
 
+    /// A session of `model` per prompt, each holding its prompt.
+    fn prefilled(model: &Arc<Model>, prompts: &[&[u32]]) -> Vec<Session> {
+        prompts
+            .iter()
+            .map(|p| {
+                let mut s = model.session().expect("session");
+                s.prefill(p).expect("prefill");
+                s
+            })
+            .collect()
+    }
+
     fn row(logits: &Tensor, i: usize) -> Vec<f32> {
         let r = logits.narrow(0, i, 1).expect("row");
         let r = r.squeeze(0).expect("squeeze");
@@ -288,14 +300,7 @@ mod tests {
             alone.push((a, b, s.tokens().to_vec()));
         }
         // Batched, twice in a row (the second step reads what the first wrote).
-        let mut sessions: Vec<Session> = prompts
-            .iter()
-            .map(|p| {
-                let mut s = model.session().expect("session");
-                s.prefill(p).expect("prefill");
-                s
-            })
-            .collect();
+        let mut sessions = prefilled(&model, &prompts);
         let mut refs: Vec<&mut Session> = sessions.iter_mut().collect();
         let first = step_batch(&mut refs, &next).expect("batch");
         let second = step_batch(&mut refs, &then).expect("batch");
@@ -361,14 +366,7 @@ mod tests {
                 s.tokens().to_vec(),
             ));
         }
-        let mut sessions: Vec<Session> = prompts
-            .iter()
-            .map(|p| {
-                let mut s = model.session().expect("session");
-                s.prefill(p).expect("prefill");
-                s
-            })
-            .collect();
+        let mut sessions = prefilled(&model, &prompts);
         let mut refs: Vec<&mut Session> = sessions.iter_mut().collect();
         let mixed = step_spans(&mut refs, &spans).expect("mixed step");
         assert_eq!(mixed.dims(), &[3, 300]);

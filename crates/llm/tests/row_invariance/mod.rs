@@ -207,11 +207,9 @@ pub fn decode(model: &Arc<Model>, inputs: &Inputs) -> Vec<f32> {
     logits
 }
 
-/// `step_batch` with the other sessions, the prompt's one slot further each step.
-pub fn batched_decode(model: &Arc<Model>, inputs: &Inputs) -> Vec<f32> {
-    let vocab = model.config().vocab_size;
-    let mut session = model.session().expect("session");
-    let mut others: Vec<Session> = inputs
+/// The batch's other sessions, each holding its prompt.
+fn other_sessions(model: &Arc<Model>, inputs: &Inputs) -> Vec<Session> {
+    inputs
         .others
         .iter()
         .map(|(prompt, _)| {
@@ -219,7 +217,14 @@ pub fn batched_decode(model: &Arc<Model>, inputs: &Inputs) -> Vec<f32> {
             s.prefill(prompt).expect("prefill");
             s
         })
-        .collect();
+        .collect()
+}
+
+/// `step_batch` with the other sessions, the prompt's one slot further each step.
+pub fn batched_decode(model: &Arc<Model>, inputs: &Inputs) -> Vec<f32> {
+    let vocab = model.config().vocab_size;
+    let mut session = model.session().expect("session");
+    let mut others = other_sessions(model, inputs);
     let mut logits = Vec::new();
     for (step, &token) in inputs.prompt.iter().enumerate() {
         // The prompt's session goes to slot `step % BATCH`, the others around it.
@@ -254,15 +259,7 @@ pub fn cache_reuse(model: &Arc<Model>, inputs: &Inputs) -> Vec<f32> {
 pub fn mixed_steps(model: &Arc<Model>, inputs: &Inputs) -> Vec<f32> {
     let vocab = model.config().vocab_size;
     let mut session = model.session().expect("session");
-    let mut others: Vec<Session> = inputs
-        .others
-        .iter()
-        .map(|(prompt, _)| {
-            let mut s = model.session().expect("session");
-            s.prefill(prompt).expect("prefill");
-            s
-        })
-        .collect();
+    let mut others = other_sessions(model, inputs);
     let mut logits = Vec::new();
     let mut start = 0;
     for (step, &chunk) in inputs.chunks.iter().enumerate() {
