@@ -7,7 +7,8 @@ Starts two replicas on loopback ports, waits until both answer `GET /health` wit
 starts HAProxy in the foreground with deploy/haproxy/haproxy.cfg, then sends REQUESTS
 completions (streamed and not, alternately) from CLIENTS threads through HAProxy. Once
 SIGTERM_AFTER of them have completed, and while replica1 is streaming at least one,
-replica1 gets SIGTERM. Checks:
+replica1 gets SIGTERM (the streams sent from then until the signal are long ones, so
+that one is running on replica1 however slow the machine). Checks:
 
 - every request got HTTP 200 and a whole answer: `max_tokens` tokens and a
   `finish_reason` (streams: every event, the usage, then `data: [DONE]`);
@@ -37,6 +38,8 @@ from pathlib import Path
 
 CONFIG = Path(__file__).resolve().parent / "haproxy" / "haproxy.cfg"
 HOST = "127.0.0.1"
+# Tokens of the streams sent between SIGTERM_AFTER completions and the signal.
+LONG_STREAM_TOKENS = 256
 
 
 def free_port() -> int:
@@ -198,6 +201,7 @@ def main() -> int:
                    for i in range(args.requests)]
         lock = threading.Lock()
         next_index = [0]
+        signalled = threading.Event()
 
         def client() -> None:
             while True:
@@ -206,6 +210,9 @@ def main() -> int:
                         return
                     result = results[next_index[0]]
                     next_index[0] += 1
+                    if (result.stream and result.index >= args.sigterm_after
+                            and not signalled.is_set()):
+                        result.max_tokens = LONG_STREAM_TOKENS
                 completion(front, result)
 
         load_start = time.monotonic()
@@ -223,6 +230,7 @@ def main() -> int:
             if done >= args.sigterm_after and streaming:
                 victim.send_signal(signal.SIGTERM)
                 sigterm_at = time.monotonic()
+                signalled.set()
             else:
                 time.sleep(0.001)
         drain_health = []

@@ -8,8 +8,9 @@
 //!   connection that has waited longest without a request in progress is closed first.
 //!   When every connection has a request in progress, the new one is answered 503
 //!   (`Retry-After`) and closed.
-//! - Shutdown: refuse new generation requests (503), close the connections without a
-//!   request in progress, let the others finish their request (streams included) for
+//! - Shutdown: refuse new generation requests (503), close the idle kept-alive
+//!   connections, let the others finish their request (streams included; a request
+//!   whose head is still arriving is read and answered, with 503 if it is new work) for
 //!   up to the drain timeout (a second SIGINT/SIGTERM ends the wait), then close the
 //!   listening socket, end the engine loop and close every socket. During the drain
 //!   the listener stays open and answers each new connection once with 503 (`/health`
@@ -151,7 +152,7 @@ async fn serve_connection(stream: TcpStream, registration: Registration, gate: A
             if tracker.is_closing() {
                 break;
             }
-            if tracker.is_draining() && !draining {
+            if tracker.is_draining() && !draining && tracker.may_shut_down() {
                 connection.as_mut().graceful_shutdown();
                 draining = true;
             }

@@ -46,6 +46,8 @@ pub(crate) struct Tracker {
     phase: Mutex<Phase>,
     closing: AtomicBool,
     draining: AtomicBool,
+    /// Whether any byte has arrived on the connection.
+    read_any: AtomicBool,
     signal: Notify,
 }
 
@@ -55,12 +57,26 @@ impl Tracker {
         self.phase.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Bytes arrived: an idle connection starts reading a request head.
+    /// Bytes arrived: an idle connection starts reading a request head. The first bytes
+    /// of a draining connection wake its task (see [`Tracker::may_shut_down`]).
     pub(crate) fn on_read(&self) {
-        let mut phase = self.phase();
-        if let Phase::Idle(_) = *phase {
-            *phase = Phase::Head(Instant::now());
+        {
+            let mut phase = self.phase();
+            if let Phase::Idle(_) = *phase {
+                *phase = Phase::Head(Instant::now());
+            }
         }
+        if !self.read_any.swap(true, Ordering::AcqRel) && self.is_draining() {
+            self.signal.notify_one();
+        }
+    }
+
+    /// Whether the connection's task may ask hyper for a graceful shutdown now: once
+    /// any byte has arrived. Hyper closes a connection that has seen no data at once,
+    /// which would drop a request already sent but not yet read; until its first byte
+    /// the header timeout (and the drain's end) bound such a connection instead.
+    pub(crate) fn may_shut_down(&self) -> bool {
+        self.read_any.load(Ordering::Acquire)
     }
 
     /// A request head is complete: busy until the returned guard drops (when the
@@ -115,6 +131,10 @@ impl Tracker {
 
     fn is_busy(&self) -> bool {
         matches!(*self.phase(), Phase::Busy(_))
+    }
+
+    fn is_idle(&self) -> bool {
+        matches!(*self.phase(), Phase::Idle(_))
     }
 }
 
@@ -216,6 +236,7 @@ impl Connections {
             phase: Mutex::new(Phase::Head(Instant::now())),
             closing: AtomicBool::new(false),
             draining: AtomicBool::new(false),
+            read_any: AtomicBool::new(false),
             signal: Notify::new(),
         });
         let mut open = self.lock();
@@ -319,14 +340,16 @@ impl Connections {
             .clamp(Duration::from_millis(5), Duration::from_millis(250))
     }
 
-    /// Shutting down: busy connections finish their request and close, the others close
-    /// now.
+    /// Shutting down: idle keep-alive connections close now; the others (a request in
+    /// progress, or its head on the way, as on a connection just accepted) finish that
+    /// request and close. Closing one whose request is on the way would drop the
+    /// request unanswered; the header timeout still bounds how long its head may take.
     pub(crate) fn drain(&self) {
         for t in self.lock().trackers.values() {
-            if t.is_busy() {
-                t.drain();
-            } else {
+            if t.is_idle() {
                 t.close();
+            } else {
+                t.drain();
             }
         }
     }
@@ -433,15 +456,24 @@ mod tests {
     }
 
     #[test]
-    fn drain_closes_waiting_connections_and_lets_busy_ones_finish() {
+    fn drain_closes_idle_connections_and_lets_the_others_finish_their_request() {
         let c = registry(3);
-        let waiting = c.register();
+        let idle = c.register();
+        drop(idle.tracker.begin_request());
         let busy = c.register();
         let _guard = busy.tracker.begin_request();
+        // Just accepted: its first request is on the way.
+        let reading = c.register();
         c.drain();
-        assert!(waiting.tracker.is_closing());
-        assert!(busy.tracker.is_draining() && !busy.tracker.is_closing());
+        assert!(idle.tracker.is_closing());
+        for t in [&busy.tracker, &reading.tracker] {
+            assert!(t.is_draining() && !t.is_closing());
+        }
+        // Hyper may be asked to shut the just-accepted one down once bytes arrived.
+        assert!(!reading.tracker.may_shut_down());
+        reading.tracker.on_read();
+        assert!(reading.tracker.may_shut_down());
         c.close_all();
-        assert!(busy.tracker.is_closing());
+        assert!(busy.tracker.is_closing() && reading.tracker.is_closing());
     }
 }

@@ -2,7 +2,7 @@
 //! loads (a `LoadingServer` holding the socket, then handing it to `Server::start`)
 //! and while the server drains.
 
-use std::io::BufReader;
+use std::io::{BufReader, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,7 +12,7 @@ use serde_json::json;
 use tempra_llm::server::{LoadingServer, Server, ServerConfig};
 
 use crate::fixtures::{LONG_CONTEXT, SMALL, TEMPLATE, load, model_file, start};
-use crate::http_client::{Reply, get, post, read_chunk, read_head, send};
+use crate::http_client::{Reply, get, post, read_chunk, read_head, read_reply, send};
 
 /// Asserts that `reply` is a 503 OpenAI-style error with `Retry-After` whose message
 /// contains `words`, and returns its `error` object.
@@ -137,6 +137,13 @@ fn draining_answers_503_while_a_running_stream_finishes() -> anyhow::Result<()> 
         "the stream ended at once"
     );
 
+    // A connection accepted before the shutdown, its request head half sent: it is
+    // answered during the drain, not dropped.
+    let mut half_sent = std::net::TcpStream::connect(addr)?;
+    half_sent.set_read_timeout(Some(Duration::from_secs(60)))?;
+    half_sent.write_all(b"GET /health HTTP/1.1\r\n")?;
+    std::thread::sleep(Duration::from_millis(200));
+
     let running = server.server.take().expect("server");
     let shutdown = std::thread::spawn(move || running.shutdown());
     let started = Instant::now();
@@ -161,6 +168,10 @@ fn draining_answers_503_while_a_running_stream_finishes() -> anyhow::Result<()> 
     unavailable(&post(addr, "/v1/completions", &short)?, "shutting down")?;
     let chat = json!({"messages": [{"role": "user", "content": "hi"}], "stream": true});
     unavailable(&post(addr, "/v1/chat/completions", &chat)?, "shutting down")?;
+    half_sent.write_all(format!("Host: {addr}\r\n\r\n").as_bytes())?;
+    let reply = read_reply(&mut half_sent)?;
+    assert_eq!(reply.status, 503, "{}", reply.body);
+    assert_eq!(reply.json()?["status"], "draining", "{}", reply.body);
     assert!(!shutdown.is_finished(), "the drain ended before the stream");
 
     // The running stream still completes, then the server stops listening.
