@@ -1,4 +1,5 @@
 //! `tempra serve` as a process: SIGTERM with a request half sent (the drain, then exit),
+//! SIGTERM while the model loads (exit 0),
 //! running out of file descriptors, API keys from the environment and a file, and the
 //! curl examples of `docs/serving.md` (run with curl when it is installed, else sent as
 //! the same requests).
@@ -114,8 +115,8 @@ fn sigterm_with_a_half_sent_request_exits_after_the_drain_timeout() {
     // SAFETY: `kill` with a child's pid and SIGTERM has no memory effects here.
     let sent = unsafe { libc::kill(server.child.id() as libc::pid_t, libc::SIGTERM) };
     assert_eq!(sent, 0);
-    // The half-sent head is closed at once, the request in progress at the end of the
-    // drain; neither gets an answer.
+    // Both are closed at the end of the drain without an answer: the request in
+    // progress, and the half-sent head, which could still have become a request.
     assert!(until_closed(&mut head_half).unwrap().is_empty());
     assert!(until_closed(&mut body_half).unwrap().is_empty());
     let status = loop {
@@ -134,6 +135,62 @@ fn sigterm_with_a_half_sent_request_exits_after_the_drain_timeout() {
         "exited after {:?}, before the drain timeout",
         signalled.elapsed()
     );
+}
+
+#[test]
+fn sigterm_while_the_model_loads_exits_0() {
+    let dir = tempfile::tempdir().unwrap();
+    // Opening a FIFO for reading waits for a writer: the load is held until SIGTERM.
+    let fifo = dir.path().join("model.gguf");
+    let path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: `path` is a NUL-terminated string that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tempra"));
+    command
+        .args(["serve", "-m", fifo.to_str().unwrap(), "-t", "1", "--port"])
+        .arg(port.to_string())
+        .env_remove("TEMPRA_API_KEY");
+    let mut server = Serve {
+        child: command.stderr(Stdio::piped()).spawn().unwrap(),
+        addr: SocketAddr::from(([127, 0, 0, 1], port)),
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let health = loop {
+        match request_with(server.addr, "GET", "/health", &[], None) {
+            Ok(reply) => break reply,
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => panic!("never answered: {e}"),
+        }
+    };
+    assert_eq!(health.status, 503, "{}", health.body);
+    assert_eq!(
+        health.json().unwrap()["status"],
+        "loading",
+        "{}",
+        health.body
+    );
+    // SAFETY: `kill` with a child's pid and SIGTERM has no memory effects here.
+    let sent = unsafe { libc::kill(server.child.id() as libc::pid_t, libc::SIGTERM) };
+    assert_eq!(sent, 0);
+    let status = loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server did not exit after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut server.child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(stderr.contains("stopped while loading"), "{stderr}");
 }
 
 #[test]

@@ -138,7 +138,13 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
     // The socket is bound before the model loads: until it is ready every request gets
     // 503 (`/health` says `loading`), so a load balancer can tell a loading replica
     // from a dead one.
-    let loading = LoadingServer::start(listener).with_context(|| address.clone())?;
+    // A signal during the load ends the process at once, with status 0: nothing has
+    // been served that a drain would finish.
+    let loading = LoadingServer::start_handling_signals(listener, || {
+        eprintln!("tempra serve: stopped while loading the model");
+        std::process::exit(0);
+    })
+    .with_context(|| address.clone())?;
     let model = args.engine.load_for(args.kv_slots)?;
     let listener = loading.into_listener().with_context(|| address.clone())?;
     let open_to_network = listener

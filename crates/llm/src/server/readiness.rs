@@ -47,6 +47,7 @@ use tokio::sync::oneshot;
 use crate::error::{LlmError, Result};
 use crate::server::admission::Admission;
 use crate::server::errors::ApiError;
+use crate::server::running::termination;
 
 /// How long answering one connection may take (its request head and body arriving,
 /// the answer going out).
@@ -210,6 +211,29 @@ impl LoadingServer {
     ///
     /// Errors: I/O errors setting up the listener, the runtime or the thread.
     pub fn start(listener: std::net::TcpListener) -> Result<LoadingServer> {
+        LoadingServer::launch(listener, None)
+    }
+
+    /// [`LoadingServer::start`], and calls `on_termination` (on the responder's thread)
+    /// when SIGINT (Ctrl-C) or SIGTERM arrives before
+    /// [`LoadingServer::into_listener`]: `tempra serve` exits with status 0 there, since
+    /// nothing has been served that a drain would finish. The responder keeps answering
+    /// if `on_termination` returns. From this call on the process no longer takes the
+    /// signals' default action (as with a [`Server`](crate::server::Server) started
+    /// with `handle_signals`).
+    ///
+    /// Errors: as [`LoadingServer::start`].
+    pub fn start_handling_signals(
+        listener: std::net::TcpListener,
+        on_termination: impl FnOnce() + Send + 'static,
+    ) -> Result<LoadingServer> {
+        LoadingServer::launch(listener, Some(Box::new(on_termination)))
+    }
+
+    fn launch(
+        listener: std::net::TcpListener,
+        on_termination: Option<Box<dyn FnOnce() + Send>>,
+    ) -> Result<LoadingServer> {
         let io = io_error;
         let addr = nonblocking(&listener)?;
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -226,6 +250,13 @@ impl LoadingServer {
             .name("tempra-loading".into())
             .spawn(move || {
                 runtime.block_on(async move {
+                    if let Some(on_termination) = on_termination {
+                        // Dropped with the runtime once the socket is handed back.
+                        tokio::spawn(async move {
+                            termination().await;
+                            on_termination();
+                        });
+                    }
                     let answering = Arc::new(AtomicUsize::new(0));
                     let stopped = async move {
                         let _ = stopped.await;

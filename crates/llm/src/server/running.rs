@@ -193,8 +193,8 @@ impl Server {
         result
     }
 
-    /// Refuses new generation requests (503), closes the connections without a request
-    /// in progress, lets running requests finish for up to the drain timeout (new
+    /// Refuses new generation requests (503), closes the idle kept-alive connections,
+    /// lets running requests (and those whose head is still arriving) finish for up to the drain timeout (new
     /// connections meanwhile get one 503 each, `/health` `draining`), then closes the
     /// listener and every connection and waits for the threads.
     pub fn shutdown(mut self) -> Result<()> {
@@ -284,7 +284,7 @@ fn model_pooling(model: &Model) -> Option<Pooling> {
 }
 
 /// Resolves on SIGINT or (on Unix) SIGTERM.
-async fn termination() {
+pub(crate) async fn termination() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
