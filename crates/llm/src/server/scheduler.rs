@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::engine::{Session, logits_slice, step_spans};
 use crate::server::admission::{Admission, Group, Job, JobEvent};
-use crate::server::chunk_pacer::ChunkPacer;
+use crate::server::chunk_pacer::{ChunkPacer, MIN_CHUNK};
 use crate::server::metrics::{Metrics, add_duration};
 use crate::server::slot::{Prefilled, Slot, Step, common_prefix};
 use crate::server::slot_board::SlotBoard;
@@ -261,14 +261,21 @@ impl Scheduler {
     }
 
     /// Picks the step's parts: a decode row for each generating slot (in turns when
-    /// there are more than a step holds), then prompt chunks in order of admission, as
-    /// many tokens as the pacer allows. Returns the decode rows, the prompt tokens and
-    /// the pacer's budget.
+    /// there are more than a step holds; while a prompt waits, [`MIN_CHUNK`] tokens of
+    /// the step are kept for it, so that it is never starved), then prompt chunks in
+    /// order of admission, as many tokens as the pacer allows. Returns the decode rows,
+    /// the prompt tokens and the pacer's budget.
     fn plan(&mut self) -> (usize, usize, usize) {
         self.parts.clear();
         let n = self.slots.len();
+        let prompt_waiting = self.slots.iter().any(|s| s.pending_prompt().is_some());
+        let max_rows = if prompt_waiting {
+            self.max_tokens.saturating_sub(MIN_CHUNK).max(1)
+        } else {
+            self.max_tokens
+        };
         for k in 0..n {
-            if self.parts.len() == self.max_tokens {
+            if self.parts.len() == max_rows {
                 break;
             }
             let i = (self.turn + k) % n;
@@ -560,5 +567,44 @@ mod tests {
         assert_eq!(s.slots[1].session.tokens(), prompt.as_slice());
         let next = s.slots[1].active.as_ref().and_then(|a| a.next_token);
         assert_eq!(next, Some(greedy));
+    }
+
+    #[test]
+    fn a_prompt_goes_in_while_more_streams_decode_than_a_step_holds() {
+        let model = model();
+        let mut s = scheduler(&model, 8);
+        // Steps of 6 tokens, with 7 streams generating.
+        s.max_tokens = 6;
+        s.pacer = ChunkPacer::new(6, 2.0);
+        let mut events = Vec::new();
+        for k in 0..7 {
+            let (j, rx) = job(&model, vec![1, 5 + k], 400);
+            let place = s.admission.submit(vec![vec![j]]).expect("submit");
+            events.push((rx, place));
+        }
+        while (0..7).any(|i| produced(&s, i) < 2) {
+            s.admit();
+            assert!(s.step(), "a step");
+        }
+        let prompt: Vec<u32> = (0..40).map(|i| (i * 7 % 299 + 1) as u32).collect();
+        let (b, _b_events) = job(&model, prompt.clone(), 4);
+        let _b_place = s.admission.submit(vec![vec![b]]).expect("submit b");
+        let before: Vec<usize> = (0..7).map(|i| produced(&s, i)).collect();
+        let mut steps = 0;
+        while s.slots[7].active.is_none() {
+            s.admit();
+            assert!(s.step(), "a step");
+            steps += 1;
+            assert!(steps < 100, "the prompt never went in");
+        }
+        assert_eq!(s.slots[7].session.tokens(), prompt.as_slice());
+        // Every stream still had its turns meanwhile (2 rows a step, 7 streams).
+        for i in 0..7 {
+            assert!(
+                produced(&s, i) - before[i] >= steps * 2 / 7 - 1,
+                "stream {i}: {} tokens in {steps} steps",
+                produced(&s, i) - before[i]
+            );
+        }
     }
 }
