@@ -1,14 +1,15 @@
 //! The mixture-of-experts ops on the device: `top_k` (one invocation per row, the
 //! selection in `tempra_tensor::ordering`'s order), `gather` and `weighted_sum` (one
-//! invocation per output element, slots summed in order) and `expert_linear` (one workgroup per
-//! (weight row, input row), the weight row from the expert the row's id names, in every
-//! dtype `linear` reads; stacks larger than one binding are bound a window of experts at
-//! a time; a bias is a second pass, `expert_bias`, as WebGPU guarantees only four storage
-//! bindings per kernel).
+//! invocation per output element, slots summed in order) and `expert_linear`: the rows
+//! grouped by expert on the device first (`expert_rows`, one workgroup), then one
+//! workgroup per (weight row, tile of up to four rows routed to one expert), each weight
+//! value dequantized once per tile, in every dtype `linear` reads; stacks larger than one
+//! binding are bound a window of experts at a time; a bias is a second pass,
+//! `expert_bias`, as WebGPU guarantees only four storage bindings per kernel.
 
 use std::sync::Arc;
 
-use tempra_tensor::Tensor;
+use tempra_tensor::{Tensor, TensorError};
 
 use crate::device_context::DeviceContext;
 use crate::error::{GpuError, Result};
@@ -34,6 +35,10 @@ fn weighted_sum_source(f16: bool) -> String {
 
 fn expert_bias_source(f16: bool) -> String {
     compose(f16, &[include_str!("expert_bias.wgsl")])
+}
+
+fn expert_rows_source(f16: bool) -> String {
+    compose(f16, &[include_str!("expert_rows.wgsl")])
 }
 
 fn expert_linear_source(f16: bool) -> String {
@@ -78,6 +83,18 @@ const EXPERT_BIAS: KernelSpec = KernelSpec {
     source: expert_bias_source,
     f16: false,
 };
+
+const EXPERT_ROWS: KernelSpec = KernelSpec {
+    name: "expert_rows",
+    entry: "expert_rows",
+    bindings: &[Access::Read, Access::ReadWrite],
+    source: expert_rows_source,
+    f16: false,
+};
+
+/// Rows per `expert_linear` tile (rows routed to one expert that share each dequantized
+/// weight value), as `linear`'s tiles.
+const TILE_ROWS: usize = 4;
 
 const fn expert_linear_spec(f16: bool) -> KernelSpec {
     KernelSpec {
@@ -228,6 +245,24 @@ pub(crate) fn expert_linear(
         Err(e) => return Err(e),
     };
     let (id_dims, id_strides) = collapse(ids.dims(), &[ids.layout().strides()]);
+    // The rows grouped by expert (`expert_rows.wgsl` says the layout): a scratch lease,
+    // reused once the GPU is done with this call.
+    let buckets = experts + 1;
+    let words = 2 * (buckets + 1) + rows.count;
+    let grouping = ctx
+        .pool
+        .acquire(words * 4)
+        .map_err(|source| TensorError::Pool { op: OP, source })?;
+    let (gw, _) = ctx
+        .rules
+        .window(OP, "grouping", grouping.block(), 0, (words * 4) as u64)?;
+    let mut p = Params::new();
+    p.n(rows.count, OP)?.n(experts, OP)?.n(TILE_ROWS, OP)?;
+    pad_to(&mut p, 8);
+    p.layout(OP, irel as usize, &id_dims, &id_strides[0])?;
+    ctx.dispatch(&EXPERT_ROWS, &p, &[iw, gw], 1)?;
+    // At most ceil(rows / TILE_ROWS) tiles plus one partial tile per bucket.
+    let tiles = rows.count.div_ceil(TILE_ROWS) + buckets;
     let use_f16 = ctx.f16 && dtype.is_quantized();
     let mut e0 = 0;
     while e0 < experts {
@@ -250,13 +285,12 @@ pub(crate) fn expert_linear(
         p.n(dtype.block_len(), OP)?.n(bb, OP)?;
         p.u(0).u(0).u(0);
         p.u(orel).n(n, OP)?.u(0).n(rows.step, OP)?;
-        p.n(expert_stride, OP)?.n(e0, OP)?.n(e0 + len, OP)?.u(0);
-        p.n(experts, OP)?;
+        p.n(expert_stride, OP)?.n(e0, OP)?.n(e0 + len, OP)?;
+        p.n(tiles, OP)?.n(experts, OP)?;
         pad_to(&mut p, 24);
         p.layout(OP, xrel as usize, &rows.dims, &rows.strides)?;
-        p.layout(OP, irel as usize, &id_dims, &id_strides[0])?;
-        let groups = to_u32(n * rows.count, OP)?;
-        ctx.dispatch(&expert_linear_spec(use_f16), &p, &[xw, ww, iw, ow], groups)?;
+        let groups = to_u32(n * tiles, OP)?;
+        ctx.dispatch(&expert_linear_spec(use_f16), &p, &[xw, ww, gw, ow], groups)?;
         e0 += len;
     }
     let (Some(bo), Some(b)) = (&bo, bias) else {

@@ -12,6 +12,7 @@ mod attention;
 mod copy;
 mod device;
 mod elementwise;
+mod experts;
 mod fallback;
 mod linalg;
 mod nn;
