@@ -124,12 +124,13 @@ fn decode_gemv_out_of_cache() {
             .and_then(|v| v.parse().ok())
             .unwrap_or(default)
     };
-    let (k, n) = (2048usize, env("PROBE_N", 5632));
+    // `PROBE_ROWS=8`: activation rows per product (a mixed step's prompt chunk).
+    let (k, n, m) = (2048usize, env("PROBE_N", 5632), env("PROBE_ROWS", 1));
     let x = Tensor::owned_from_slice(
-        &(0..k)
+        &(0..m * k)
             .map(|i| ((i * 31) % 17) as f32 / 9.0 - 0.9)
             .collect::<Vec<_>>(),
-        &[1, k],
+        &[m, k],
     )
     .unwrap();
     for dtype in probe_formats(&[
@@ -169,8 +170,8 @@ fn decode_gemv_out_of_cache() {
                     .unwrap_or_else(|| w.clone())
             })
             .collect();
-        let mut out = Tensor::owned_zeros(&[1, n], DType::F32).unwrap();
-        let mut line = format!("{dtype} decode {n}x{k} x{mats}, {threads} thread(s):");
+        let mut out = Tensor::owned_zeros(&[m, n], DType::F32).unwrap();
+        let mut line = format!("{dtype} {m} row(s) {n}x{k} x{mats}, {threads} thread(s):");
         for round in 0..2 {
             for (label, weights) in [("row-major", &ws), ("interleaved", &prepared)] {
                 let products = backend.products();
@@ -181,7 +182,8 @@ fn decode_gemv_out_of_cache() {
                 });
                 if round == 1 {
                     let gbs = (bytes.len() * mats) as f64 / best / 1e9;
-                    line += &format!(" {label} {gbs:.1} GB/s;");
+                    let us = best / mats as f64 * 1e6;
+                    line += &format!(" {label} {gbs:.1} GB/s ({us:.0} µs);");
                 }
             }
         }
