@@ -3,7 +3,8 @@
 //! row for every generating slot and chunks of the prompts still going in, as many
 //! prompt tokens as the [`ChunkPacer`] allows (continuous batching with chunked
 //! prefill: a job joins or leaves the batch between steps, and decode never waits for a
-//! whole prompt).
+//! whole prompt). A prompt scored for its log-probabilities runs by chunks in steps of
+//! its own after the mixed step ([`Scheduler::score`]); embeddings run whole.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -13,7 +14,7 @@ use crate::engine::{Session, logits_slice, step_spans};
 use crate::server::admission::{Admission, Group, Job, JobEvent};
 use crate::server::chunk_pacer::{ChunkPacer, MIN_CHUNK};
 use crate::server::metrics::{Metrics, add_duration};
-use crate::server::slot::{Prefilled, Slot, Step, common_prefix};
+use crate::server::slot::{Prefilled, Scored, Slot, Step, common_prefix};
 use crate::server::slot_board::SlotBoard;
 
 /// How long an idle engine thread sleeps between checks for shutdown.
@@ -94,8 +95,9 @@ impl Scheduler {
             self.admit();
             self.report();
             let stepped = self.step();
+            let scored = self.score();
             self.report();
-            if !stepped && !self.admission.wait(IDLE_WAIT) {
+            if !stepped && !scored && !self.admission.wait(IDLE_WAIT) {
                 break;
             }
         }
@@ -181,36 +183,107 @@ impl Scheduler {
         let m = &self.metrics;
         m.prompt_tokens
             .fetch_add(first.prompt.len() as u64, Ordering::Relaxed);
-        if Slot::runs_in_chunks(&first) {
+        // A prompt to generate from or score goes in by chunks; an embedding runs whole.
+        let Some(pooling) = first.embed else {
             self.admitted += 1;
             let reused = self.slots[index].begin(first, jobs.collect(), self.admitted);
             m.cached_prompt_tokens
                 .fetch_add(reused as u64, Ordering::Relaxed);
             return;
-        }
-        let job_generates = first.embed.is_none() && first.max_tokens > 0;
+        };
         let began = Instant::now();
-        let result = self.slots[index].start(first);
+        let result = self.slots[index].embed(first, pooling);
         add_duration(&self.metrics.prefill_nanos, began.elapsed());
         match result {
-            Ok((step, logits)) => {
-                if job_generates {
-                    self.metrics
-                        .completion_tokens
-                        .fetch_add(1, Ordering::Relaxed);
-                }
+            Ok(step) => {
                 self.settle(step);
-                self.fork_group(index, jobs.collect(), &logits);
+                self.fork_group(index, jobs.collect(), &[]);
             }
-            Err(e) => {
-                // Reported on the job's channel unless the failure came after the prefill.
-                self.slots[index].fail(e.to_string());
-                self.slots[index].session.reset();
+            Err(_) => {
+                // Reported on the job's channel.
                 self.failed();
-                // The forks fail with it.
                 self.fail_forks(jobs.collect());
             }
         }
+    }
+
+    /// A prompt whose last chunk ran on slot `i` (`logits` its last position's): counts
+    /// its first token, forks the group's other jobs from it (or fails them with it), and
+    /// returns what became of the job.
+    fn prompt_done(
+        &mut self,
+        i: usize,
+        prefilled: Prefilled,
+        logits: &[f32],
+    ) -> crate::error::Result<Step> {
+        let Prefilled {
+            step,
+            forks,
+            generates,
+        } = prefilled;
+        if step.is_ok() {
+            if generates {
+                self.metrics
+                    .completion_tokens
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+            self.fork_group(i, forks, logits);
+        } else {
+            self.fail_forks(forks);
+        }
+        step
+    }
+
+    /// Runs a chunk of the oldest scored prompt, in a step of its own (every position's
+    /// logits go to the host), unless an older prompt of the mixed steps is still
+    /// going in; returns whether it ran one. Beside streams the chunk keeps this step and
+    /// the decode-only step before it within the gap ([`ChunkPacer::scored_budget`]).
+    fn score(&mut self) -> bool {
+        let oldest = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.pending_scored().map(|(at, left)| (at, i, left)))
+            .min();
+        let Some((admitted, i, left)) = oldest else {
+            return false;
+        };
+        let older_prompt = self
+            .slots
+            .iter()
+            .any(|s| s.pending_prompt().is_some_and(|(_, at)| at < admitted));
+        if older_prompt {
+            return false;
+        }
+        let streams = self
+            .slots
+            .iter()
+            .any(|s| s.active.as_ref().is_some_and(|a| a.next_token.is_some()));
+        let cap = self.slots[i].scored_rows_cap();
+        let tokens = self.pacer.scored_budget(streams, cap).min(left);
+        let began = Instant::now();
+        let result = self.slots[i].score_chunk(tokens);
+        let elapsed = began.elapsed();
+        self.pacer.record_scored(tokens, elapsed);
+        add_duration(&self.metrics.prefill_nanos, elapsed);
+        let step = match result {
+            Scored::Going => return true,
+            Scored::Failed(ended) => {
+                for _ in 0..ended {
+                    self.failed();
+                }
+                return true;
+            }
+            Scored::Done(prefilled, logits) => self.prompt_done(i, prefilled, &logits),
+        };
+        match step {
+            Ok(step) => self.settle(step),
+            Err(e) => {
+                self.slots[i].fail(e.to_string());
+                self.failed();
+            }
+        }
+        true
     }
 
     /// Reports the failure of the prefill the `forks` were waiting on.
@@ -297,6 +370,10 @@ impl Scheduler {
             .enumerate()
             .filter_map(|(i, s)| s.pending_prompt().map(|(p, at)| (at, i, p.len())))
             .collect();
+        // Prompts admitted after the oldest scored one wait for it (it runs in steps of
+        // its own, [`Scheduler::score`]).
+        let oldest_scored = self.slots.iter().filter_map(|s| s.pending_scored()).min();
+        prompts.retain(|&(at, _, _)| oldest_scored.is_none_or(|(scored, _)| at < scored));
         prompts.sort_unstable();
         let mut prompt_tokens = 0;
         for (_, i, left) in prompts {
@@ -404,25 +481,10 @@ impl Scheduler {
                     self.slots[i].accept_logits(row)
                 }
                 Part::Prompt(_) => {
-                    let Some(Prefilled {
-                        step,
-                        forks,
-                        generates,
-                    }) = self.slots[i].prefilled(row)
-                    else {
+                    let Some(prefilled) = self.slots[i].prefilled(row) else {
                         continue;
                     };
-                    if step.is_ok() {
-                        if generates {
-                            self.metrics
-                                .completion_tokens
-                                .fetch_add(1, Ordering::Relaxed);
-                        }
-                        self.fork_group(i, forks, row);
-                    } else {
-                        self.fail_forks(forks);
-                    }
-                    step
+                    self.prompt_done(i, prefilled, row)
                 }
             };
             match step {
@@ -523,21 +585,29 @@ mod tests {
         s.slots[slot].job_counts().map_or(0, |(_, n)| n)
     }
 
-    #[test]
-    fn a_long_prompt_goes_in_by_chunks_while_a_stream_decodes() {
-        let model = model();
-        let mut s = scheduler(&model, 2);
-        let (a, _a_events) = job(&model, vec![1, 5, 6, 7], 200);
-        let _a_place = s.admission.submit(vec![vec![a]]).expect("submit a");
+    /// Two slots, a stream generating on slot 0 (its events and queue place returned
+    /// to keep it alive), and pacer costs of a 10 ms decode-only step and 1 ms per
+    /// prompt token (a first chunk of 10 tokens at a gap of 2).
+    fn streaming(model: &Arc<Model>) -> (Scheduler, (Events, impl Sized)) {
+        let mut s = scheduler(model, 2);
+        let (a, a_events) = job(model, vec![1, 5, 6, 7], 200);
+        let a_place = s.admission.submit(vec![vec![a]]).expect("submit a");
         while produced(&s, 0) < 3 {
             s.admit();
             assert!(s.step(), "a step");
         }
-        // Costs that make the first chunk 10 tokens (a decode-only step of 10 ms, a
-        // prompt token of 1 ms); the chunks grow at most twofold per step from there.
         s.pacer = ChunkPacer::new(512, 2.0);
         s.pacer.record(1, 0, 0, Duration::from_millis(10));
         s.pacer.record(0, 100, 100, Duration::from_millis(100));
+        (s, (a_events, a_place))
+    }
+
+    #[test]
+    fn a_long_prompt_goes_in_by_chunks_while_a_stream_decodes() {
+        let model = model();
+        let (mut s, _a) = streaming(&model);
+        // The first chunk is 10 tokens; the chunks grow at most twofold per step from
+        // there.
         // The long prompt.
         let prompt: Vec<u32> = (0..300).map(|i| (i * 7 % 299 + 1) as u32).collect();
         let (b, _b_events) = job(&model, prompt.clone(), 4);
@@ -567,6 +637,48 @@ mod tests {
         assert_eq!(s.slots[1].session.tokens(), prompt.as_slice());
         let next = s.slots[1].active.as_ref().and_then(|a| a.next_token);
         assert_eq!(next, Some(greedy));
+    }
+
+    #[test]
+    fn a_scored_prompt_goes_in_by_chunks_while_a_stream_decodes() {
+        let model = model();
+        // A scored chunk is (2 - 1) × 10 ms at 1 ms a token.
+        let (mut s, _a) = streaming(&model);
+        let prompt: Vec<u32> = (0..95).map(|i| (i * 7 % 299 + 1) as u32).collect();
+        let (mut b, mut b_events) = job(&model, prompt.clone(), 2);
+        b.prompt_logprobs = true;
+        b.logprobs = Some(2);
+        let _b_place = s.admission.submit(vec![vec![b]]).expect("submit b");
+        let a_before = produced(&s, 0);
+        let mut iterations = 0;
+        while s.slots[1].active.is_none() {
+            s.admit();
+            assert!(s.step(), "a decode step");
+            s.pacer.record_scored(10, Duration::from_millis(10));
+            assert!(s.score(), "a scored chunk");
+            iterations += 1;
+            assert!(iterations < 100, "the prompt never went in");
+        }
+        // 95 tokens in chunks of (about) 10, a stream token in every iteration.
+        assert!(iterations >= 8, "{iterations} iterations");
+        assert_eq!(produced(&s, 0) - a_before, iterations);
+        // The chunks change nothing: the log-probabilities of a whole scoring.
+        let mut alone = model.session().expect("session");
+        let logits = alone.logits_all(&prompt).expect("logits");
+        let values = logits_slice(&logits).expect("values");
+        let vocab = values.len() / prompt.len();
+        let expected: Vec<_> = (1..prompt.len())
+            .map(|p| {
+                crate::engine::token_logprobs(&values[(p - 1) * vocab..p * vocab], prompt[p], 2)
+            })
+            .collect();
+        let mut scored = None;
+        while let Ok((_, event)) = b_events.try_recv() {
+            if let JobEvent::PromptLogprobs(entries) = event {
+                scored = Some(entries);
+            }
+        }
+        assert_eq!(scored.as_deref(), Some(expected.as_slice()));
     }
 
     #[test]

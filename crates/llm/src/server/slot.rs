@@ -20,7 +20,7 @@ pub(crate) struct Slot {
 }
 
 /// A job whose prompt is going into the session chunk by chunk (the scheduler's mixed
-/// steps).
+/// steps, or for a scored prompt steps of its own).
 #[derive(Debug)]
 struct Prefill {
     job: Job,
@@ -30,6 +30,20 @@ struct Prefill {
     reused: usize,
     /// When the job was admitted (the scheduler runs prompts in that order).
     admitted: u64,
+    /// For a prompt scored for its log-probabilities: those of its tokens so far.
+    scored: Option<Vec<TokenLogprob>>,
+}
+
+/// What a scored prompt's chunk ([`Slot::score_chunk`]) came to.
+#[derive(Debug)]
+pub(crate) enum Scored {
+    /// The prompt goes on.
+    Going,
+    /// The prompt is in and scored: the job is active with its first token (as for
+    /// [`Slot::prefilled`]); the last position's logits are for the forks.
+    Done(Prefilled, Vec<f32>),
+    /// The engine failed: the job and its forks got the error; this many ended.
+    Failed(usize),
 }
 
 /// A prompt whose last chunk ran: the job is active and its first token sampled.
@@ -103,34 +117,105 @@ impl Slot {
         self.active.is_none() && self.prefill.is_none()
     }
 
-    /// Whether `job` runs in chunks through [`Slot::begin`] (a scored prompt or an
-    /// embedding runs whole through [`Slot::start`]).
-    pub(crate) fn runs_in_chunks(job: &Job) -> bool {
-        job.embed.is_none() && !job.prompt_logprobs
-    }
-
-    /// Starts `job` (one that [`Slot::runs_in_chunks`]) with `forks` to follow: keeps
+    /// Starts `job` (not an embedding: those run whole, [`Slot::embed`]) with `forks` to
+    /// follow: keeps
     /// the cached prefix it shares with the prompt (at least one prompt token always
     /// runs, for the logits); the rest runs through [`Slot::pending_prompt`] and
-    /// [`Slot::prefilled`]. Returns the prompt tokens kept.
+    /// [`Slot::prefilled`]. A prompt scored for its log-probabilities runs from position
+    /// 0 through [`Slot::score_chunk`] instead. Returns the prompt tokens kept.
     pub(crate) fn begin(&mut self, job: Job, forks: Vec<Job>, admitted: u64) -> usize {
-        let reused = reusable_prefix(self.session.tokens(), &job.prompt);
+        let (reused, scored) = if job.prompt_logprobs {
+            let entries = Vec::with_capacity(job.prompt.len().saturating_sub(1));
+            (0, Some(entries))
+        } else {
+            (reusable_prefix(self.session.tokens(), &job.prompt), None)
+        };
         self.session.truncate(reused);
         self.prefill = Some(Prefill {
             job,
             forks,
             reused,
             admitted,
+            scored,
         });
         reused
     }
 
     /// The prompt tokens still to run and when the job was admitted, while the slot
-    /// prefills.
+    /// prefills a prompt for the mixed steps (not a scored one).
     pub(crate) fn pending_prompt(&self) -> Option<(&[u32], u64)> {
-        let p = self.prefill.as_ref()?;
+        let p = self.prefill.as_ref().filter(|p| p.scored.is_none())?;
         let done = self.session.len().min(p.job.prompt.len());
         Some((&p.job.prompt[done..], p.admitted))
+    }
+
+    /// When a scored prompt prefilling on this slot was admitted, and its tokens still
+    /// to run.
+    pub(crate) fn pending_scored(&self) -> Option<(u64, usize)> {
+        let p = self.prefill.as_ref().filter(|p| p.scored.is_some())?;
+        Some((
+            p.admitted,
+            p.job.prompt.len().saturating_sub(self.session.len()),
+        ))
+    }
+
+    /// The most positions of a scored prompt's chunk (the logits of each go to the
+    /// host).
+    pub(crate) fn scored_rows_cap(&self) -> usize {
+        let vocab = self.session.model().config().vocab_size.max(1);
+        (PROMPT_SCORING_FLOATS / vocab).max(1)
+    }
+
+    /// Runs the next chunk, of at most `tokens`, of a scored prompt with every
+    /// position's logits, keeping the log-probabilities of the tokens they predict; once
+    /// the prompt is in they are sent and the job becomes active (its first token
+    /// sampled from the last position's logits).
+    pub(crate) fn score_chunk(&mut self, tokens: usize) -> Scored {
+        let Some(p) = self.prefill.as_mut().filter(|p| p.scored.is_some()) else {
+            return Scored::Going;
+        };
+        let start = self.session.len().min(p.job.prompt.len());
+        let end = (start + tokens.max(1)).min(p.job.prompt.len());
+        let top = p.job.logprobs.unwrap_or(0);
+        let vocab = self.session.model().config().vocab_size.max(1);
+        let chunk = &p.job.prompt[start..end];
+        let mut last = Vec::new();
+        let ran = self.session.logits_all(chunk).and_then(|logits| {
+            let values = logits_slice(&logits)?;
+            let entries = p.scored.get_or_insert_with(Vec::new);
+            for (i, row) in values.chunks_exact(vocab).enumerate() {
+                match p.job.prompt.get(start + i + 1) {
+                    Some(&next) => entries.push(token_logprobs(row, next, top)),
+                    None => last = row.to_vec(),
+                }
+            }
+            Ok(())
+        });
+        if let Err(e) = ran {
+            return Scored::Failed(self.fail_prefill(&e.to_string()));
+        }
+        if end < p.job.prompt.len() {
+            return Scored::Going;
+        }
+        let Some(Prefill {
+            job, forks, scored, ..
+        }) = self.prefill.take()
+        else {
+            return Scored::Going;
+        };
+        let _ = job
+            .events
+            .send(JobEvent::PromptLogprobs(scored.unwrap_or_default()));
+        let generates = job.max_tokens > 0;
+        let step = self.activate(job, 0, &last);
+        Scored::Done(
+            Prefilled {
+                step,
+                forks,
+                generates,
+            },
+            last,
+        )
     }
 
     /// The jobs waiting to fork from this slot once its prompt is in.
@@ -142,7 +227,7 @@ impl Slot {
     /// token's: once the whole prompt is in, the job becomes active with its first token
     /// sampled. `None` while the prompt goes on.
     pub(crate) fn prefilled(&mut self, logits: &[f32]) -> Option<Prefilled> {
-        let p = self.prefill.as_ref()?;
+        let p = self.prefill.as_ref().filter(|p| p.scored.is_none())?;
         if self.session.len() < p.job.prompt.len() {
             return None;
         }
@@ -172,29 +257,9 @@ impl Slot {
         1 + p.forks.len()
     }
 
-    /// Starts `job` whole (one that does not [`Slot::runs_in_chunks`]): an embedding, or a
-    /// prompt scored for its log-probabilities from position 0, then its first token
-    /// sampled. Returns the step and the prompt's last logits (for the forks of a group).
-    pub(crate) fn start(&mut self, job: Job) -> Result<(Step, Vec<f32>)> {
-        if let Some(pooling) = job.embed {
-            return self.embed(job, pooling).map(|step| (step, Vec::new()));
-        }
-        self.session.reset();
-        let logits = match self.score_prompt(&job) {
-            Ok(logits) => logits,
-            Err(e) => {
-                let _ = job.events.send(JobEvent::Failed(e.to_string()));
-                self.session.reset();
-                return Err(e);
-            }
-        };
-        let step = self.activate(job, 0, &logits)?;
-        Ok((step, logits))
-    }
-
-    /// Runs an embedding job: its prompt from position 0, pooled and L2-normalised;
-    /// sends the vector and the end. The slot is free again at once.
-    fn embed(&mut self, job: Job, pooling: Pooling) -> Result<Step> {
+    /// Runs an embedding job whole: its prompt from position 0, pooled and L2-normalised; sends the vector and the end.
+    /// The slot is free again at once.
+    pub(crate) fn embed(&mut self, job: Job, pooling: Pooling) -> Result<Step> {
         match self.session.embed(&job.prompt, pooling, true) {
             Ok(vector) => {
                 let _ = job.events.send(JobEvent::Embedding(vector));
@@ -250,31 +315,6 @@ impl Slot {
             return Ok(self.finish(FinishReason::Length));
         }
         self.accept_logits(logits)
-    }
-
-    /// Runs the whole prompt of `job` with every position's logits, sends the
-    /// log-probabilities of its tokens after the first, and returns the last
-    /// position's logits.
-    fn score_prompt(&mut self, job: &Job) -> Result<Vec<f32>> {
-        let top = job.logprobs.unwrap_or(0);
-        let vocab = self.session.model().config().vocab_size.max(1);
-        let rows = (PROMPT_SCORING_FLOATS / vocab).max(1);
-        let mut entries = Vec::with_capacity(job.prompt.len().saturating_sub(1));
-        let mut last = Vec::new();
-        let mut position = 0;
-        for chunk in job.prompt.chunks(rows) {
-            let logits = self.session.logits_all(chunk)?;
-            let values = logits_slice(&logits)?;
-            for row in values.chunks_exact(vocab) {
-                position += 1;
-                match job.prompt.get(position) {
-                    Some(&next) => entries.push(token_logprobs(row, next, top)),
-                    None => last = row.to_vec(),
-                }
-            }
-        }
-        let _ = job.events.send(JobEvent::PromptLogprobs(entries));
-        Ok(last)
     }
 
     /// The running (or prefilling) job's prompt and generated token counts.
