@@ -8,7 +8,8 @@
 //! stream's tokens (median, p99, max). With `TEMPRA_SERVE_BENCH_LONG_PROMPT=N` it runs
 //! the interference scenario instead: one stream decoding while a prompt of `N` tokens
 //! arrives; it prints the stream's gaps (largest over median) and the long prompt's time
-//! to first token against the same prompt alone.
+//! to first token against the same prompt alone; with `TEMPRA_SERVE_BENCH_LONG_SCORED=1`
+//! that prompt is scored (`echo` with `logprobs`, as evaluation harnesses send it).
 //!
 //! Environment:
 //! - `TEMPRA_SERVE_BENCH_URL`: `host:port` of a running server to load (no in-process
@@ -78,12 +79,27 @@ fn stream(
     addr: SocketAddr,
     prompt: &[u32],
     tokens: usize,
+    on_token: impl FnMut(usize),
+) -> anyhow::Result<Trace> {
+    stream_scored(addr, prompt, tokens, false, on_token)
+}
+
+/// [`stream`], the prompt scored (`echo` with `logprobs`) when `scored`.
+fn stream_scored(
+    addr: SocketAddr,
+    prompt: &[u32],
+    tokens: usize,
+    scored: bool,
     mut on_token: impl FnMut(usize),
 ) -> anyhow::Result<Trace> {
-    let body = json!({
+    let mut body = json!({
         "prompt": prompt, "max_tokens": tokens, "temperature": 0, "ignore_eos": true,
         "stream": true, "stream_options": {"include_usage": true}, "cache_prompt": true,
     });
+    if scored {
+        body["echo"] = json!(true);
+        body["logprobs"] = json!(1);
+    }
     let start = Instant::now();
     let stream = http_client::send(
         addr,
@@ -282,9 +298,10 @@ fn throughput(addr: SocketAddr) -> anyhow::Result<()> {
 /// One stream decoding while a prompt of `long` tokens arrives.
 fn long_prompt(addr: SocketAddr, long: usize) -> anyhow::Result<()> {
     let tokens = env_usize("TEMPRA_SERVE_BENCH_TOKENS", 512);
+    let scored = env_usize("TEMPRA_SERVE_BENCH_LONG_SCORED", 0) == 1;
     stream(addr, &prompt(16, 1), 4, |_| {})?; // warm-up
     // Alone (a prompt of its own: nothing cached).
-    let alone = stream(addr, &prompt(long, 7), 1, |_| {})?.first;
+    let alone = stream_scored(addr, &prompt(long, 7), 1, scored, |_| {})?.first;
     // Beside a stream: the long prompt goes once the stream has 16 tokens.
     let (tx, rx) = std::sync::mpsc::channel();
     let (decoding, beside) = std::thread::scope(|scope| {
@@ -297,7 +314,10 @@ fn long_prompt(addr: SocketAddr, long: usize) -> anyhow::Result<()> {
         });
         let beside = scope.spawn(move || -> anyhow::Result<(Instant, Trace)> {
             let sent = rx.recv().context("the stream ended before 16 tokens")?;
-            Ok((sent, stream(addr, &prompt(long, 9), 1, |_| {})?))
+            Ok((
+                sent,
+                stream_scored(addr, &prompt(long, 9), 1, scored, |_| {})?,
+            ))
         });
         (
             decoding.join().expect("stream thread"),
@@ -341,7 +361,8 @@ fn long_prompt(addr: SocketAddr, long: usize) -> anyhow::Result<()> {
         ms(during.last().copied().unwrap_or_default()),
     );
     println!(
-        "{long}-token prompt: time to first token {:.0} ms alone, {:.0} ms beside the stream ({:.2}x)",
+        "{long}-token {}prompt: time to first token {:.0} ms alone, {:.0} ms beside the stream ({:.2}x)",
+        if scored { "scored " } else { "" },
         ms(alone),
         ms(beside.first),
         beside.first.as_secs_f64() / alone.as_secs_f64().max(1e-9),
