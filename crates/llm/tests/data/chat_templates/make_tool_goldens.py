@@ -12,12 +12,25 @@ renders the same inputs with tempra's `ChatTemplate` and compares.
 """
 
 import json
+import datetime
 import pathlib
 
 import transformers
 from transformers.utils.chat_template_utils import render_jinja_template
 
 HERE = pathlib.Path(__file__).parent
+
+
+class FixedDate(datetime.datetime):
+    """`strftime_now` (gpt-oss's "Current date") renders 2025-01-01; the test masks the
+    date of both sides."""
+
+    @classmethod
+    def now(cls, tz=None):
+        return cls(2025, 1, 1, 12, 0, 0)
+
+
+transformers.utils.chat_template_utils.datetime = FixedDate
 
 TEMPLATES = {
     # file: (bos_token, eos_token)
@@ -26,6 +39,7 @@ TEMPLATES = {
     "llama3.1-tools.jinja": ("<|begin_of_text|>", "<|eot_id|>"),
     "mistral-nemo.jinja": ("<s>", "</s>"),
     "hermes2-pro-tools.jinja": ("<|begin_of_text|>", "<|im_end|>"),
+    "gpt-oss.jinja": ("<|startoftext|>", "<|return|>"),
 }
 
 WEATHER = {
