@@ -66,7 +66,31 @@ pub fn step_batch(sessions: &mut [&mut Session], tokens: &[u32]) -> Result<Tenso
 /// models, a token outside the vocabulary, or a session without room for its span
 /// (nothing is written in any of these cases).
 pub fn step_spans(sessions: &mut [&mut Session], spans: &[&[u32]]) -> Result<Tensor> {
+    step_spans_rows(sessions, spans, &[])
+}
+
+/// [`step_spans`], with the logits of every token of the spans `i` where `every_row[i]`
+/// (a prompt scored for its log-probabilities; an empty `every_row`: none): the result
+/// holds, span after span, every row of those spans and the last row of the others,
+/// each bit-identical to what [`Session::logits_all`] of that span gives.
+///
+/// Errors: those of [`step_spans`], and an `every_row` neither empty nor one flag per
+/// span.
+pub fn step_spans_rows(
+    sessions: &mut [&mut Session],
+    spans: &[&[u32]],
+    every_row: &[bool],
+) -> Result<Tensor> {
     let n = sessions.len();
+    if !every_row.is_empty() && every_row.len() != spans.len() {
+        return Err(LlmError::Argument {
+            what: format!(
+                "a batched step needs one every-row flag per span ({} flags for {} spans)",
+                every_row.len(),
+                spans.len()
+            ),
+        });
+    }
     if n == 0 || spans.len() != n {
         return Err(LlmError::Argument {
             what: format!(
@@ -122,7 +146,7 @@ pub fn step_spans(sessions: &mut [&mut Session], spans: &[&[u32]]) -> Result<Ten
     let _guard = no_grad();
     let executor = model.executor();
     let logits = executor.run(|out| {
-        let logits = batch_forward(out, &model, sessions, spans, total)?;
+        let logits = batch_forward(out, &model, sessions, spans, every_row, total)?;
         Ok(executor.ctx().to_host(logits.tensor())?)
     })?;
     for (session, span) in sessions.iter_mut().zip(spans) {
@@ -135,12 +159,14 @@ pub fn step_spans(sessions: &mut [&mut Session], spans: &[&[u32]]) -> Result<Ten
 
 /// The batched step through the forward's blocks: one `[T, D]` pass for everything but
 /// attention, which writes each span's rows of the attention slot from its session's
-/// cache; the output head runs on each span's last row.
+/// cache; the output head runs on each span's last row (every row of the spans flagged
+/// in `every_row`).
 fn batch_forward(
     out: &mut Outputs<'_>,
     model: &Model,
     sessions: &mut [&mut Session],
     spans: &[&[u32]],
+    every_row: &[bool],
     total: usize,
 ) -> Result<Var> {
     let n = sessions.len();
@@ -214,16 +240,22 @@ fn batch_forward(
         x = out.assign(Slot::Hidden, BinaryOp::Add, x, &ffn)?;
     }
     drop(positions);
-    if total == n {
+    let every = |i: usize| every_row.get(i).copied().unwrap_or(false);
+    let picked: usize = (0..n).map(|i| if every(i) { lens[i] } else { 1 }).sum();
+    if picked == total {
         return output_logits(out, config, weights, &x);
     }
-    // Each span's last row, picked as an embedding lookup of `x`'s rows.
-    let mut end = 0;
-    for (i, t) in lens.iter().enumerate() {
-        end += t;
-        scratch[i] = (end - 1) as u32;
+    // Each span's last row (or all of them), picked as an embedding lookup of `x`'s rows.
+    let (mut start, mut at) = (0, 0);
+    for (i, &t) in lens.iter().enumerate() {
+        let first = if every(i) { start } else { start + t - 1 };
+        for r in first..start + t {
+            scratch[at] = r as u32;
+            at += 1;
+        }
+        start += t;
     }
-    let last = out.ids(Slot::TokenIds, &scratch[..n])?;
+    let last = out.ids(Slot::TokenIds, &scratch[..picked])?;
     let x = out.embedding(Slot::Norm, &x, &last)?;
     drop(last);
     output_logits(out, config, weights, &x)
@@ -390,5 +422,42 @@ mod tests {
             .expect_err("too many tokens");
         assert!(err.to_string().contains("at most 64 tokens"), "{err}");
         assert_eq!((a[0].len(), b[0].len()), before);
+    }
+
+    #[test]
+    fn a_scored_span_brings_every_row_as_logits_all_does() {
+        let model = model();
+        let prompts: [&[u32]; 3] = [&[1, 40, 41], &[1, 7], &[1, 50, 60]];
+        let spans: [&[u32]; 3] = [&[9], &[11, 12, 13, 14, 15], &[17, 18]];
+        let mut scored = model.session().expect("session");
+        scored.prefill(prompts[1]).expect("prefill");
+        let all = scored.logits_all(spans[1]).expect("logits_all");
+        let mut last = Vec::new();
+        for i in [0, 2] {
+            let mut s = model.session().expect("session");
+            s.prefill(prompts[i]).expect("prefill");
+            last.push(
+                logits_slice(&s.prefill(spans[i]).expect("span"))
+                    .expect("slice")
+                    .to_vec(),
+            );
+        }
+        let mut sessions = prefilled(&model, &prompts);
+        let mut refs: Vec<&mut Session> = sessions.iter_mut().collect();
+        let mixed = step_spans_rows(&mut refs, &spans, &[false, true, false]).expect("step");
+        // Span 0's last row, span 1's five rows, span 2's last row.
+        assert_eq!(mixed.dims(), &[7, 300]);
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&row(&mixed, 0)), bits(&last[0]));
+        for r in 0..5 {
+            assert_eq!(
+                bits(&row(&mixed, 1 + r)),
+                bits(&row(&all, r)),
+                "scored row {r}"
+            );
+        }
+        assert_eq!(bits(&row(&mixed, 6)), bits(&last[1]));
+        let err = step_spans_rows(&mut refs, &spans, &[true]).expect_err("flags");
+        assert!(err.to_string().contains("every-row flag"), "{err}");
     }
 }

@@ -47,7 +47,7 @@ mod session;
 mod step_arena;
 mod weights;
 
-pub use batch::{step_batch, step_spans};
+pub use batch::{step_batch, step_spans, step_spans_rows};
 pub use embedding::{Pooling, pool};
 pub use executor::Executor;
 pub use forward::{LogitRows, forward, forward_in};

@@ -15,10 +15,6 @@
 //! was either short of compute (twice the chunk costs at most twice the compute) or bound
 //! by reading the weights, which a decode-only step pays too.
 //!
-//! A prompt scored for its log-probabilities runs in chunks of its own steps (each
-//! position's logits go to the host), after a decode-only step: its chunk is sized so
-//! that the two last at most the gap ([`ChunkPacer::scored_budget`]).
-//!
 //! Chunk sizes never change tokens: the engine's rows are bit-identical however a prompt
 //! is split (`step_spans`).
 
@@ -42,9 +38,6 @@ pub(crate) struct ChunkPacer {
     prompt_token: Option<f64>,
     /// The chunk of the next mixed step, once one can be sized.
     chunk: Option<f64>,
-    /// Seconds per token of a scored prompt's chunks (every position's logits; moving
-    /// average), once one was timed.
-    scored_token: Option<f64>,
 }
 
 impl ChunkPacer {
@@ -57,33 +50,6 @@ impl ChunkPacer {
             decode_step: None,
             prompt_token: None,
             chunk: None,
-            scored_token: None,
-        }
-    }
-
-    /// The tokens of a scored prompt's chunk (a step of its own, every position's logits
-    /// to the host, after a decode-only step) of at most `cap`: with `streams` generating,
-    /// sized so that the two steps together last at most the gap (at least [`MIN_CHUNK`];
-    /// [`MIN_CHUNK`] until a decode-only step and a scored or prompt-only token were
-    /// timed); with none, `cap`.
-    pub(crate) fn scored_budget(&self, streams: bool, cap: usize) -> usize {
-        let cap = cap.max(1);
-        if !streams {
-            return cap;
-        }
-        let per_token = self.scored_token.or(self.prompt_token);
-        let chunk = match (self.decode_step, per_token) {
-            (Some(step), Some(per_token)) if per_token > 0.0 => (self.gap - 1.0) * step / per_token,
-            _ => MIN_CHUNK as f64,
-        };
-        (chunk as usize).max(MIN_CHUNK).min(cap)
-    }
-
-    /// Records a scored prompt's chunk of `tokens` that took `elapsed`.
-    pub(crate) fn record_scored(&mut self, tokens: usize, elapsed: Duration) {
-        if tokens > 0 {
-            let per_token = elapsed.as_secs_f64().max(1e-9) / tokens as f64;
-            self.scored_token = Some(average(self.scored_token, per_token));
         }
     }
 
@@ -212,30 +178,5 @@ mod tests {
         pacer.record(1, 8, 8, ms(2000.0));
         pacer.record(1, 8, 8, ms(2000.0));
         assert_eq!(pacer.budget(1), MIN_CHUNK);
-    }
-
-    #[test]
-    fn a_scored_chunk_and_a_decode_step_last_the_gap() {
-        let mut pacer = ChunkPacer::new(512, 3.0);
-        assert_eq!(pacer.scored_budget(false, 100), 100, "no stream: the cap");
-        assert_eq!(
-            pacer.scored_budget(true, 100),
-            MIN_CHUNK,
-            "nothing timed yet"
-        );
-        pacer.record(1, 0, 0, ms(20.0));
-        pacer.record(0, 100, 100, ms(200.0));
-        // From the prompt-only cost: (3 - 1) × 20 ms at 2 ms a token.
-        assert_eq!(pacer.scored_budget(true, 100), 20);
-        // Scored tokens cost more (every position's logits): their own cost takes over.
-        pacer.record_scored(20, ms(80.0));
-        assert_eq!(pacer.scored_budget(true, 100), 10);
-        assert_eq!(pacer.scored_budget(true, 6), 6, "the cap");
-        pacer.record_scored(4, ms(4000.0));
-        assert_eq!(
-            pacer.scored_budget(true, 100),
-            MIN_CHUNK,
-            "never below the minimum"
-        );
     }
 }

@@ -18,8 +18,8 @@
 //!   weights for all): a decode row for every generating slot and chunks of the waiting
 //!   prompts, sized so that the step stays within [`ServerConfig::prefill_gap_percent`]
 //!   of a decode-only step while a stream decodes (chunked prefill: decode never waits
-//!   for a whole prompt). A prompt scored for `echo`/logprobs goes in by chunks of
-//!   steps of its own, paced the same way; embeddings run whole.
+//!   for a whole prompt); a prompt scored for `echo`/logprobs goes in the same way, its
+//!   chunks bringing every position's logits back. Embeddings run whole.
 //!   The HTTP side runs on a tokio runtime of its own threads and talks to the engine
 //!   over channels; a client that disconnects frees its slot before the next step.
 //! - Connections: HTTP/1.1 on hyper, under an accept loop of its own. A request head

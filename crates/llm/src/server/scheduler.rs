@@ -3,22 +3,25 @@
 //! row for every generating slot and chunks of the prompts still going in, as many
 //! prompt tokens as the [`ChunkPacer`] allows (continuous batching with chunked
 //! prefill: a job joins or leaves the batch between steps, and decode never waits for a
-//! whole prompt). A prompt scored for its log-probabilities runs by chunks in steps of
-//! its own after the mixed step ([`Scheduler::score`]); embeddings run whole.
+//! whole prompt). A scored prompt's chunk brings every token's logits back
+//! ([`step_spans_rows`]); embeddings run whole.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crate::engine::{Session, logits_slice, step_spans};
+use crate::engine::{Session, logits_slice, step_spans_rows};
 use crate::server::admission::{Admission, Group, Job, JobEvent};
 use crate::server::chunk_pacer::{ChunkPacer, MIN_CHUNK};
 use crate::server::metrics::{Metrics, add_duration};
-use crate::server::slot::{Prefilled, Scored, Slot, Step, common_prefix};
+use crate::server::slot::{Prefilled, Slot, Step, common_prefix};
 use crate::server::slot_board::SlotBoard;
 
 /// How long an idle engine thread sleeps between checks for shutdown.
 const IDLE_WAIT: Duration = Duration::from_millis(200);
+
+/// The most logits values one step brings to the host for a scored prompt's chunk.
+const SCORED_LOGITS: usize = 1 << 22;
 
 /// What a slot runs in a step.
 #[derive(Clone, Copy, Debug)]
@@ -27,6 +30,26 @@ enum Part {
     Decode(u32),
     /// The next `n` tokens of its prompt.
     Prompt(usize),
+    /// The next `n` tokens of its scored prompt (a logits row for each).
+    Scored(usize),
+}
+
+impl Part {
+    /// The tokens the part runs.
+    fn tokens(self) -> usize {
+        match self {
+            Part::Decode(_) => 1,
+            Part::Prompt(n) | Part::Scored(n) => n,
+        }
+    }
+
+    /// The logits rows the step brings back for it.
+    fn logit_rows(self) -> usize {
+        match self {
+            Part::Scored(n) => n,
+            _ => 1,
+        }
+    }
 }
 
 /// The engine loop's state.
@@ -39,6 +62,8 @@ pub(crate) struct Scheduler {
     pacer: ChunkPacer,
     /// Tokens one step holds.
     max_tokens: usize,
+    /// Logits rows a step may bring back (a scored prompt's chunk brings one per token).
+    max_logit_rows: usize,
     /// Jobs admitted so far (their order of admission orders their prompts).
     admitted: u64,
     /// The slot the next step's decode rows start from (when there are more generating
@@ -60,13 +85,18 @@ impl Scheduler {
         board: Arc<SlotBoard>,
         gap: f64,
     ) -> Scheduler {
-        let max_tokens = sessions.first().map_or(1, |s| {
-            s.model()
-                .executor()
-                .arena_capacity()
-                .max_batch_tokens
-                .max(1)
-        });
+        let capacity = sessions
+            .first()
+            .map(|s| s.model().executor().arena_capacity());
+        let max_tokens = capacity.map_or(1, |c| c.max_batch_tokens.max(1));
+        // The arena's rows, or more for a scored prompt alone (the logits then come from
+        // the pool), up to `SCORED_LOGITS` values.
+        let vocab = sessions
+            .first()
+            .map_or(1, |s| s.model().config().vocab_size.max(1));
+        let max_logit_rows = capacity
+            .map_or(1, |c| c.max_logit_rows.max(SCORED_LOGITS / vocab))
+            .max(1);
         Scheduler {
             slots: sessions.into_iter().map(Slot::new).collect(),
             admission,
@@ -74,6 +104,7 @@ impl Scheduler {
             board,
             pacer: ChunkPacer::new(max_tokens, gap),
             max_tokens,
+            max_logit_rows,
             admitted: 0,
             turn: 0,
             parts: Vec::new(),
@@ -95,9 +126,8 @@ impl Scheduler {
             self.admit();
             self.report();
             let stepped = self.step();
-            let scored = self.score();
             self.report();
-            if !stepped && !scored && !self.admission.wait(IDLE_WAIT) {
+            if !stepped && !self.admission.wait(IDLE_WAIT) {
                 break;
             }
         }
@@ -234,58 +264,6 @@ impl Scheduler {
         step
     }
 
-    /// Runs a chunk of the oldest scored prompt, in a step of its own (every position's
-    /// logits go to the host), unless an older prompt of the mixed steps is still
-    /// going in; returns whether it ran one. Beside streams the chunk keeps this step and
-    /// the decode-only step before it within the gap ([`ChunkPacer::scored_budget`]).
-    fn score(&mut self) -> bool {
-        let oldest = self
-            .slots
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| s.pending_scored().map(|(at, left)| (at, i, left)))
-            .min();
-        let Some((admitted, i, left)) = oldest else {
-            return false;
-        };
-        let older_prompt = self
-            .slots
-            .iter()
-            .any(|s| s.pending_prompt().is_some_and(|(_, at)| at < admitted));
-        if older_prompt {
-            return false;
-        }
-        let streams = self
-            .slots
-            .iter()
-            .any(|s| s.active.as_ref().is_some_and(|a| a.next_token.is_some()));
-        let cap = self.slots[i].scored_rows_cap();
-        let tokens = self.pacer.scored_budget(streams, cap).min(left);
-        let began = Instant::now();
-        let result = self.slots[i].score_chunk(tokens);
-        let elapsed = began.elapsed();
-        self.pacer.record_scored(tokens, elapsed);
-        add_duration(&self.metrics.prefill_nanos, elapsed);
-        let step = match result {
-            Scored::Going => return true,
-            Scored::Failed(ended) => {
-                for _ in 0..ended {
-                    self.failed();
-                }
-                return true;
-            }
-            Scored::Done(prefilled, logits) => self.prompt_done(i, prefilled, &logits),
-        };
-        match step {
-            Ok(step) => self.settle(step),
-            Err(e) => {
-                self.slots[i].fail(e.to_string());
-                self.failed();
-            }
-        }
-        true
-    }
-
     /// Reports the failure of the prefill the `forks` were waiting on.
     fn fail_forks(&self, forks: Vec<Job>) {
         for job in forks {
@@ -336,8 +314,9 @@ impl Scheduler {
     /// Picks the step's parts: a decode row for each generating slot (in turns when
     /// there are more than a step holds; while a prompt waits, [`MIN_CHUNK`] tokens of
     /// the step are kept for it, so that it is never starved), then prompt chunks in
-    /// order of admission, as many tokens as the pacer allows. Returns the decode rows,
-    /// the prompt tokens and the pacer's budget.
+    /// order of admission, as many tokens as the pacer allows (a scored prompt's chunk
+    /// also within the logits rows a step may bring back: one per token). Returns the
+    /// decode rows, the prompt tokens and the pacer's budget.
     fn plan(&mut self) -> (usize, usize, usize) {
         self.parts.clear();
         let n = self.slots.len();
@@ -370,20 +349,23 @@ impl Scheduler {
             .enumerate()
             .filter_map(|(i, s)| s.pending_prompt().map(|(p, at)| (at, i, p.len())))
             .collect();
-        // Prompts admitted after the oldest scored one wait for it (it runs in steps of
-        // its own, [`Scheduler::score`]).
-        let oldest_scored = self.slots.iter().filter_map(|s| s.pending_scored()).min();
-        prompts.retain(|&(at, _, _)| oldest_scored.is_none_or(|(scored, _)| at < scored));
         prompts.sort_unstable();
         let mut prompt_tokens = 0;
+        let mut logit_rows = decode_rows;
         for (_, i, left) in prompts {
-            if budget == 0 {
+            let room = self.max_logit_rows.saturating_sub(logit_rows);
+            if budget == 0 || room == 0 {
                 break;
             }
-            let take = left.min(budget);
-            self.parts.push((i, Part::Prompt(take)));
-            budget -= take;
-            prompt_tokens += take;
+            let part = if self.slots[i].is_scoring() {
+                Part::Scored(left.min(budget).min(room))
+            } else {
+                Part::Prompt(left.min(budget))
+            };
+            self.parts.push((i, part));
+            budget -= part.tokens();
+            prompt_tokens += part.tokens();
+            logit_rows += part.logit_rows();
         }
         // Sessions go to the engine in slot order.
         self.parts.sort_unstable_by_key(|&(i, _)| i);
@@ -391,7 +373,7 @@ impl Scheduler {
         for &(i, part) in &self.parts {
             match part {
                 Part::Decode(token) => self.tokens.push(token),
-                Part::Prompt(take) => {
+                Part::Prompt(take) | Part::Scored(take) => {
                     if let Some((pending, _)) = self.slots[i].pending_prompt() {
                         self.tokens.extend_from_slice(&pending[..take]);
                     }
@@ -411,13 +393,18 @@ impl Scheduler {
         let mut spans: Vec<&[u32]> = Vec::with_capacity(self.parts.len());
         let mut at = 0;
         for &(_, part) in &self.parts {
-            let len = match part {
-                Part::Decode(_) => 1,
-                Part::Prompt(take) => take,
-            };
-            spans.push(&self.tokens[at..at + len]);
-            at += len;
+            spans.push(&self.tokens[at..at + part.tokens()]);
+            at += part.tokens();
         }
+        // Every row of a scored prompt's chunk (no flags, and no allocation, without one).
+        let every_row: Vec<bool> = if self.parts.iter().any(|(_, p)| matches!(p, Part::Scored(_))) {
+            self.parts
+                .iter()
+                .map(|(_, p)| matches!(p, Part::Scored(_)))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let parts = &self.parts;
         let mut sessions: Vec<&mut Session> = self
             .slots
@@ -426,7 +413,7 @@ impl Scheduler {
             .filter(|(i, _)| parts.iter().any(|(p, _)| p == i))
             .map(|(_, s)| &mut s.session)
             .collect();
-        let result = step_spans(&mut sessions, &spans);
+        let result = step_spans_rows(&mut sessions, &spans, &every_row);
         drop((sessions, spans));
         let elapsed = began.elapsed();
         self.pacer
@@ -465,14 +452,19 @@ impl Scheduler {
         }
     }
 
-    /// Takes each part's logits row (`values`, one row per part in order): a decode row
-    /// samples its slot's next token; a prompt's last chunk makes its job active and
-    /// forks the group's other jobs.
+    /// Takes each part's logits (`values`: one row per part in order, a row per token of
+    /// a scored chunk): a decode row samples its slot's next token; a prompt's last
+    /// chunk makes its job active and forks the group's other jobs (a scored chunk's
+    /// rows give its tokens' log-probabilities first).
     fn accept(&mut self, values: &[f32]) {
-        let vocab = values.len() / self.parts.len().max(1);
+        let rows: usize = self.parts.iter().map(|(_, p)| p.logit_rows()).sum();
+        let vocab = values.len() / rows.max(1);
         let parts = std::mem::take(&mut self.parts);
-        for (r, &(i, part)) in parts.iter().enumerate() {
-            let row = &values[r * vocab..(r + 1) * vocab];
+        let mut r = 0;
+        for &(i, part) in &parts {
+            let chunk = &values[r * vocab..(r + part.logit_rows()) * vocab];
+            r += part.logit_rows();
+            let row = &chunk[chunk.len() - vocab..];
             let step = match part {
                 Part::Decode(_) => {
                     self.metrics
@@ -482,6 +474,12 @@ impl Scheduler {
                 }
                 Part::Prompt(_) => {
                     let Some(prefilled) = self.slots[i].prefilled(row) else {
+                        continue;
+                    };
+                    self.prompt_done(i, prefilled, row)
+                }
+                Part::Scored(_) => {
+                    let Some(prefilled) = self.slots[i].scored(chunk) else {
                         continue;
                     };
                     self.prompt_done(i, prefilled, row)
@@ -509,7 +507,7 @@ impl Scheduler {
                     slot.session.reset();
                     1
                 }
-                Part::Prompt(_) => slot.fail_prefill(what),
+                Part::Prompt(_) | Part::Scored(_) => slot.fail_prefill(what),
             };
             for _ in 0..ended {
                 self.failed();
@@ -642,7 +640,6 @@ mod tests {
     #[test]
     fn a_scored_prompt_goes_in_by_chunks_while_a_stream_decodes() {
         let model = model();
-        // A scored chunk is (2 - 1) × 10 ms at 1 ms a token.
         let (mut s, _a) = streaming(&model);
         let prompt: Vec<u32> = (0..95).map(|i| (i * 7 % 299 + 1) as u32).collect();
         let (mut b, mut b_events) = job(&model, prompt.clone(), 2);
@@ -653,14 +650,12 @@ mod tests {
         let mut iterations = 0;
         while s.slots[1].active.is_none() {
             s.admit();
-            assert!(s.step(), "a decode step");
-            s.pacer.record_scored(10, Duration::from_millis(10));
-            assert!(s.score(), "a scored chunk");
+            assert!(s.step(), "a step");
             iterations += 1;
             assert!(iterations < 100, "the prompt never went in");
         }
-        // 95 tokens in chunks of (about) 10, a stream token in every iteration.
-        assert!(iterations >= 8, "{iterations} iterations");
+        // 95 tokens in chunks of 10, 20, 40 at the most, a stream token in every step.
+        assert!(iterations >= 4, "{iterations} iterations");
         assert_eq!(produced(&s, 0) - a_before, iterations);
         // The chunks change nothing: the log-probabilities of a whole scoring.
         let mut alone = model.session().expect("session");

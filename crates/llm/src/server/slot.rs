@@ -1,8 +1,6 @@
 //! `Slot`: one KV session of the server and the job it is running.
 
-use crate::engine::{
-    FinishReason, Pooling, Sampler, Session, TokenLogprob, logits_slice, token_logprobs,
-};
+use crate::engine::{FinishReason, Pooling, Sampler, Session, TokenLogprob, token_logprobs};
 use crate::error::Result;
 use crate::grammar::OutputConstraint;
 use crate::server::admission::{Job, JobEvent};
@@ -20,7 +18,7 @@ pub(crate) struct Slot {
 }
 
 /// A job whose prompt is going into the session chunk by chunk (the scheduler's mixed
-/// steps, or for a scored prompt steps of its own).
+/// steps).
 #[derive(Debug)]
 struct Prefill {
     job: Job,
@@ -32,18 +30,6 @@ struct Prefill {
     admitted: u64,
     /// For a prompt scored for its log-probabilities: those of its tokens so far.
     scored: Option<Vec<TokenLogprob>>,
-}
-
-/// What a scored prompt's chunk ([`Slot::score_chunk`]) came to.
-#[derive(Debug)]
-pub(crate) enum Scored {
-    /// The prompt goes on.
-    Going,
-    /// The prompt is in and scored: the job is active with its first token (as for
-    /// [`Slot::prefilled`]); the last position's logits are for the forks.
-    Done(Prefilled, Vec<f32>),
-    /// The engine failed: the job and its forks got the error; this many ended.
-    Failed(usize),
 }
 
 /// A prompt whose last chunk ran: the job is active and its first token sampled.
@@ -86,11 +72,6 @@ pub(crate) enum Step {
     ClientGone,
 }
 
-/// How many logits one step of an echoed prompt's scoring brings to the host at most
-/// (its rows run in chunks of this over the vocabulary; the engine's row invariance
-/// makes the chunking invisible in the values).
-const PROMPT_SCORING_FLOATS: usize = 1 << 22;
-
 /// The length of the longest common prefix of `a` and `b`.
 pub(crate) fn common_prefix(a: &[u32], b: &[u32]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
@@ -122,7 +103,7 @@ impl Slot {
     /// the cached prefix it shares with the prompt (at least one prompt token always
     /// runs, for the logits); the rest runs through [`Slot::pending_prompt`] and
     /// [`Slot::prefilled`]. A prompt scored for its log-probabilities runs from position
-    /// 0 through [`Slot::score_chunk`] instead. Returns the prompt tokens kept.
+    /// 0, its chunks through [`Slot::scored`]. Returns the prompt tokens kept.
     pub(crate) fn begin(&mut self, job: Job, forks: Vec<Job>, admitted: u64) -> usize {
         let (reused, scored) = if job.prompt_logprobs {
             let entries = Vec::with_capacity(job.prompt.len().saturating_sub(1));
@@ -142,80 +123,52 @@ impl Slot {
     }
 
     /// The prompt tokens still to run and when the job was admitted, while the slot
-    /// prefills a prompt for the mixed steps (not a scored one).
+    /// prefills.
     pub(crate) fn pending_prompt(&self) -> Option<(&[u32], u64)> {
-        let p = self.prefill.as_ref().filter(|p| p.scored.is_none())?;
+        let p = self.prefill.as_ref()?;
         let done = self.session.len().min(p.job.prompt.len());
         Some((&p.job.prompt[done..], p.admitted))
     }
 
-    /// When a scored prompt prefilling on this slot was admitted, and its tokens still
-    /// to run.
-    pub(crate) fn pending_scored(&self) -> Option<(u64, usize)> {
-        let p = self.prefill.as_ref().filter(|p| p.scored.is_some())?;
-        Some((
-            p.admitted,
-            p.job.prompt.len().saturating_sub(self.session.len()),
-        ))
+    /// Whether the prompt going in is scored: its chunks need every token's logits
+    /// ([`Slot::scored`]).
+    pub(crate) fn is_scoring(&self) -> bool {
+        self.prefill.as_ref().is_some_and(|p| p.scored.is_some())
     }
 
-    /// The most positions of a scored prompt's chunk (the logits of each go to the
-    /// host).
-    pub(crate) fn scored_rows_cap(&self) -> usize {
+    /// A chunk of a scored prompt ran (the session holds it) and `logits` are its
+    /// tokens' rows: keeps the log-probabilities of the tokens they predict; once the
+    /// whole prompt is in, sends them and makes the job active with its first token
+    /// sampled from the last row. `None` while the prompt goes on.
+    pub(crate) fn scored(&mut self, logits: &[f32]) -> Option<Prefilled> {
+        let p = self.prefill.as_mut().filter(|p| p.scored.is_some())?;
         let vocab = self.session.model().config().vocab_size.max(1);
-        (PROMPT_SCORING_FLOATS / vocab).max(1)
-    }
-
-    /// Runs the next chunk, of at most `tokens`, of a scored prompt with every
-    /// position's logits, keeping the log-probabilities of the tokens they predict; once
-    /// the prompt is in they are sent and the job becomes active (its first token
-    /// sampled from the last position's logits).
-    pub(crate) fn score_chunk(&mut self, tokens: usize) -> Scored {
-        let Some(p) = self.prefill.as_mut().filter(|p| p.scored.is_some()) else {
-            return Scored::Going;
-        };
-        let start = self.session.len().min(p.job.prompt.len());
-        let end = (start + tokens.max(1)).min(p.job.prompt.len());
+        let rows = logits.len() / vocab;
+        let start = self.session.len().saturating_sub(rows);
         let top = p.job.logprobs.unwrap_or(0);
-        let vocab = self.session.model().config().vocab_size.max(1);
-        let chunk = &p.job.prompt[start..end];
-        let mut last = Vec::new();
-        let ran = self.session.logits_all(chunk).and_then(|logits| {
-            let values = logits_slice(&logits)?;
-            let entries = p.scored.get_or_insert_with(Vec::new);
-            for (i, row) in values.chunks_exact(vocab).enumerate() {
-                match p.job.prompt.get(start + i + 1) {
-                    Some(&next) => entries.push(token_logprobs(row, next, top)),
-                    None => last = row.to_vec(),
-                }
+        let entries = p.scored.get_or_insert_with(Vec::new);
+        for (j, row) in logits.chunks_exact(vocab).enumerate() {
+            if let Some(&next) = p.job.prompt.get(start + j + 1) {
+                entries.push(token_logprobs(row, next, top));
             }
-            Ok(())
-        });
-        if let Err(e) = ran {
-            return Scored::Failed(self.fail_prefill(&e.to_string()));
         }
-        if end < p.job.prompt.len() {
-            return Scored::Going;
+        if self.session.len() < p.job.prompt.len() {
+            return None;
         }
-        let Some(Prefill {
+        let Prefill {
             job, forks, scored, ..
-        }) = self.prefill.take()
-        else {
-            return Scored::Going;
-        };
+        } = self.prefill.take()?;
         let _ = job
             .events
             .send(JobEvent::PromptLogprobs(scored.unwrap_or_default()));
         let generates = job.max_tokens > 0;
-        let step = self.activate(job, 0, &last);
-        Scored::Done(
-            Prefilled {
-                step,
-                forks,
-                generates,
-            },
-            last,
-        )
+        let last = &logits[logits.len().saturating_sub(vocab)..];
+        let step = self.activate(job, 0, last);
+        Some(Prefilled {
+            step,
+            forks,
+            generates,
+        })
     }
 
     /// The jobs waiting to fork from this slot once its prompt is in.
