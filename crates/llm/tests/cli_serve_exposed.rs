@@ -76,6 +76,27 @@ fn metric(addr: SocketAddr, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("no {name} in {text}"))
 }
 
+/// Sends SIGTERM to `child`.
+fn sigterm(child: &Child) {
+    // SAFETY: `kill` with a child's pid and SIGTERM has no memory effects here.
+    let sent = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    assert_eq!(sent, 0);
+}
+
+/// `child`'s exit status, once it exits before `deadline`.
+fn exit_status(child: &mut Child, deadline: Instant) -> std::process::ExitStatus {
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server did not exit after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn sigterm_with_a_half_sent_request_exits_after_the_drain_timeout() {
     let dir = tempfile::tempdir().unwrap();
@@ -112,23 +133,12 @@ fn sigterm_with_a_half_sent_request_exits_after_the_drain_timeout() {
         std::thread::sleep(Duration::from_millis(10));
     }
     let signalled = Instant::now();
-    // SAFETY: `kill` with a child's pid and SIGTERM has no memory effects here.
-    let sent = unsafe { libc::kill(server.child.id() as libc::pid_t, libc::SIGTERM) };
-    assert_eq!(sent, 0);
+    sigterm(&server.child);
     // Both are closed at the end of the drain without an answer: the request in
     // progress, and the half-sent head, which could still have become a request.
     assert!(until_closed(&mut head_half).unwrap().is_empty());
     assert!(until_closed(&mut body_half).unwrap().is_empty());
-    let status = loop {
-        if let Some(status) = server.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            signalled.elapsed() < Duration::from_secs(60),
-            "the server did not exit after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = exit_status(&mut server.child, signalled + Duration::from_secs(60));
     assert!(status.success(), "{status:?}");
     assert!(
         signalled.elapsed() >= drain,
@@ -174,19 +184,8 @@ fn sigterm_while_the_model_loads_exits_0() {
         "{}",
         health.body
     );
-    // SAFETY: `kill` with a child's pid and SIGTERM has no memory effects here.
-    let sent = unsafe { libc::kill(server.child.id() as libc::pid_t, libc::SIGTERM) };
-    assert_eq!(sent, 0);
-    let status = loop {
-        if let Some(status) = server.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the server did not exit after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    sigterm(&server.child);
+    let status = exit_status(&mut server.child, deadline);
     assert!(status.success(), "{status:?}");
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut server.child.stderr.take().unwrap(), &mut stderr).unwrap();

@@ -11,6 +11,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::engine::{Session, logits_slice, step_spans_rows};
+use crate::error::Result;
 use crate::server::admission::{Admission, Group, Job, JobEvent};
 use crate::server::chunk_pacer::{ChunkPacer, MIN_CHUNK};
 use crate::server::metrics::{Metrics, add_duration};
@@ -85,18 +86,16 @@ impl Scheduler {
         board: Arc<SlotBoard>,
         gap: f64,
     ) -> Scheduler {
-        let capacity = sessions
-            .first()
-            .map(|s| s.model().executor().arena_capacity());
-        let max_tokens = capacity.map_or(1, |c| c.max_batch_tokens.max(1));
-        // The arena's rows, or more for a scored prompt alone (the logits then come from
-        // the pool), up to `SCORED_LOGITS` values.
-        let vocab = sessions
-            .first()
-            .map_or(1, |s| s.model().config().vocab_size.max(1));
-        let max_logit_rows = capacity
-            .map_or(1, |c| c.max_logit_rows.max(SCORED_LOGITS / vocab))
-            .max(1);
+        let (max_tokens, max_logit_rows) = sessions.first().map_or((1, 1), |s| {
+            let capacity = s.model().executor().arena_capacity();
+            let vocab = s.model().config().vocab_size.max(1);
+            // The arena's rows, or more for a scored prompt's chunk (its logits then come
+            // from the pool), up to `SCORED_LOGITS` values.
+            (
+                capacity.max_batch_tokens.max(1),
+                capacity.max_logit_rows.max(SCORED_LOGITS / vocab).max(1),
+            )
+        });
         Scheduler {
             slots: sessions.into_iter().map(Slot::new).collect(),
             admission,
@@ -240,12 +239,7 @@ impl Scheduler {
     /// A prompt whose last chunk ran on slot `i` (`logits` its last position's): counts
     /// its first token, forks the group's other jobs from it (or fails them with it), and
     /// returns what became of the job.
-    fn prompt_done(
-        &mut self,
-        i: usize,
-        prefilled: Prefilled,
-        logits: &[f32],
-    ) -> crate::error::Result<Step> {
+    fn prompt_done(&mut self, i: usize, prefilled: Prefilled, logits: &[f32]) -> Result<Step> {
         let Prefilled {
             step,
             forks,
@@ -457,14 +451,14 @@ impl Scheduler {
     /// chunk makes its job active and forks the group's other jobs (a scored chunk's
     /// rows give its tokens' log-probabilities first).
     fn accept(&mut self, values: &[f32]) {
-        let rows: usize = self.parts.iter().map(|(_, p)| p.logit_rows()).sum();
-        let vocab = values.len() / rows.max(1);
+        let all_rows: usize = self.parts.iter().map(|(_, p)| p.logit_rows()).sum();
+        let vocab = values.len() / all_rows.max(1);
         let parts = std::mem::take(&mut self.parts);
         let mut r = 0;
         for &(i, part) in &parts {
-            let chunk = &values[r * vocab..(r + part.logit_rows()) * vocab];
+            let rows = &values[r * vocab..(r + part.logit_rows()) * vocab];
             r += part.logit_rows();
-            let row = &chunk[chunk.len() - vocab..];
+            let row = &rows[rows.len() - vocab..];
             let step = match part {
                 Part::Decode(_) => {
                     self.metrics
@@ -472,14 +466,8 @@ impl Scheduler {
                         .fetch_add(1, Ordering::Relaxed);
                     self.slots[i].accept_logits(row)
                 }
-                Part::Prompt(_) => {
-                    let Some(prefilled) = self.slots[i].prefilled(row) else {
-                        continue;
-                    };
-                    self.prompt_done(i, prefilled, row)
-                }
-                Part::Scored(_) => {
-                    let Some(prefilled) = self.slots[i].scored(chunk) else {
+                Part::Prompt(_) | Part::Scored(_) => {
+                    let Some(prefilled) = self.slots[i].prefilled(rows) else {
                         continue;
                     };
                     self.prompt_done(i, prefilled, row)

@@ -99,11 +99,10 @@ impl Slot {
     }
 
     /// Starts `job` (not an embedding: those run whole, [`Slot::embed`]) with `forks` to
-    /// follow: keeps
-    /// the cached prefix it shares with the prompt (at least one prompt token always
-    /// runs, for the logits); the rest runs through [`Slot::pending_prompt`] and
-    /// [`Slot::prefilled`]. A prompt scored for its log-probabilities runs from position
-    /// 0, its chunks through [`Slot::scored`]. Returns the prompt tokens kept.
+    /// follow: keeps the cached prefix it shares with the prompt (at least one prompt
+    /// token always runs, for the logits); the rest runs through
+    /// [`Slot::pending_prompt`] and [`Slot::prefilled`]. A prompt scored for its
+    /// log-probabilities runs from position 0. Returns the prompt tokens kept.
     pub(crate) fn begin(&mut self, job: Job, forks: Vec<Job>, admitted: u64) -> usize {
         let (reused, scored) = if job.prompt_logprobs {
             let entries = Vec::with_capacity(job.prompt.len().saturating_sub(1));
@@ -131,44 +130,9 @@ impl Slot {
     }
 
     /// Whether the prompt going in is scored: its chunks need every token's logits
-    /// ([`Slot::scored`]).
+    /// ([`Slot::prefilled`]).
     pub(crate) fn is_scoring(&self) -> bool {
         self.prefill.as_ref().is_some_and(|p| p.scored.is_some())
-    }
-
-    /// A chunk of a scored prompt ran (the session holds it) and `logits` are its
-    /// tokens' rows: keeps the log-probabilities of the tokens they predict; once the
-    /// whole prompt is in, sends them and makes the job active with its first token
-    /// sampled from the last row. `None` while the prompt goes on.
-    pub(crate) fn scored(&mut self, logits: &[f32]) -> Option<Prefilled> {
-        let p = self.prefill.as_mut().filter(|p| p.scored.is_some())?;
-        let vocab = self.session.model().config().vocab_size.max(1);
-        let rows = logits.len() / vocab;
-        let start = self.session.len().saturating_sub(rows);
-        let top = p.job.logprobs.unwrap_or(0);
-        let entries = p.scored.get_or_insert_with(Vec::new);
-        for (j, row) in logits.chunks_exact(vocab).enumerate() {
-            if let Some(&next) = p.job.prompt.get(start + j + 1) {
-                entries.push(token_logprobs(row, next, top));
-            }
-        }
-        if self.session.len() < p.job.prompt.len() {
-            return None;
-        }
-        let Prefill {
-            job, forks, scored, ..
-        } = self.prefill.take()?;
-        let _ = job
-            .events
-            .send(JobEvent::PromptLogprobs(scored.unwrap_or_default()));
-        let generates = job.max_tokens > 0;
-        let last = &logits[logits.len().saturating_sub(vocab)..];
-        let step = self.activate(job, 0, last);
-        Some(Prefilled {
-            step,
-            forks,
-            generates,
-        })
     }
 
     /// The jobs waiting to fork from this slot once its prompt is in.
@@ -176,19 +140,40 @@ impl Slot {
         self.prefill.as_ref().map_or(0, |p| p.forks.len())
     }
 
-    /// A chunk of the prompt ran (the session holds it) and `logits` are its last
-    /// token's: once the whole prompt is in, the job becomes active with its first token
-    /// sampled. `None` while the prompt goes on.
+    /// A chunk of the prompt ran (the session holds it) and `logits` are its rows: the
+    /// last token's, or for a scored prompt every token's, whose log-probabilities of
+    /// the tokens they predict are kept. Once the whole prompt is in, a scored prompt's
+    /// log-probabilities are sent and the job becomes active with its first token
+    /// sampled from the last row. `None` while the prompt goes on.
     pub(crate) fn prefilled(&mut self, logits: &[f32]) -> Option<Prefilled> {
-        let p = self.prefill.as_ref().filter(|p| p.scored.is_none())?;
+        let p = self.prefill.as_mut()?;
+        if let Some(entries) = p.scored.as_mut() {
+            let vocab = self.session.model().config().vocab_size.max(1);
+            let start = self.session.len().saturating_sub(logits.len() / vocab);
+            let top = p.job.logprobs.unwrap_or(0);
+            for (j, row) in logits.chunks_exact(vocab).enumerate() {
+                if let Some(&next) = p.job.prompt.get(start + j + 1) {
+                    entries.push(token_logprobs(row, next, top));
+                }
+            }
+        }
         if self.session.len() < p.job.prompt.len() {
             return None;
         }
         let Prefill {
-            job, forks, reused, ..
+            job,
+            forks,
+            reused,
+            scored,
+            ..
         } = self.prefill.take()?;
+        if let Some(entries) = scored {
+            let _ = job.events.send(JobEvent::PromptLogprobs(entries));
+        }
         let generates = job.max_tokens > 0;
-        let step = self.activate(job, reused, logits);
+        let vocab = self.session.model().config().vocab_size.max(1);
+        let last = &logits[logits.len().saturating_sub(vocab)..];
+        let step = self.activate(job, reused, last);
         Some(Prefilled {
             step,
             forks,
