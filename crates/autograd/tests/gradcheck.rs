@@ -517,6 +517,41 @@ fn causal_attention_gqa_window_softcap_offset() {
         let (q, k, vv) = (v[0].select(2, 0)?, v[0].select(2, 1)?, v[0].select(2, 2)?);
         ag.attention(&q, &k, &vv, &AttentionParams::causal(d, 0))
     });
+    // Attention sinks are inference-only: constants run, a tracked input is refused.
+    let sinks = ag
+        .ctx()
+        .from_slice(&[0.5f32, -1.0, 2.0, 0.0], &[4])
+        .unwrap();
+    let (q, k, v) = (
+        randn(&ag, &[3, 4, d], 170),
+        randn(&ag, &[3, 2, d], 171),
+        randn(&ag, &[3, 2, 3], 172),
+    );
+    let params = AttentionParams::causal(d, 0);
+    let [cq, ck, cv] = [&q, &k, &v].map(|t| Var::constant(t.clone()));
+    let out = ag
+        .attention_with_sinks(&cq, &ck, &cv, &sinks, &params)
+        .unwrap();
+    let plain = ag.attention(&cq, &ck, &cv, &params).unwrap();
+    assert_eq!(out.dims(), plain.dims());
+    assert_ne!(
+        out.tensor().to_vec_f64().unwrap(),
+        plain.tensor().to_vec_f64().unwrap()
+    );
+    let (q, k, v) = (Var::variable(q), Var::variable(k), Var::variable(v));
+    let err = ag
+        .attention_with_sinks(&q, &k, &v, &sinks, &params)
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AutogradError::NotDifferentiable {
+                op: "attention",
+                ..
+            }
+        ),
+        "{err}"
+    );
 }
 
 #[test]

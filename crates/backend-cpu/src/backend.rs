@@ -395,10 +395,13 @@ impl Backend for CpuBackend {
         q: &Tensor,
         k: &Tensor,
         v: &Tensor,
+        sinks: Option<&Tensor>,
         params: &AttentionParams,
         out: &mut Tensor,
     ) -> Result<()> {
-        ops::attention::attention(&self.exec(), q, k, v, params, out)?
-            .or_else(|| self.delegated("attention").attention(q, k, v, params, out))
+        ops::attention::attention(&self.exec(), q, k, v, sinks, params, out)?.or_else(|| {
+            self.delegated("attention")
+                .attention(q, k, v, sinks, params, out)
+        })
     }
 }

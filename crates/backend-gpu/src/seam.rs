@@ -417,16 +417,22 @@ impl Backend for GpuBackend {
         q: &Tensor,
         k: &Tensor,
         v: &Tensor,
+        sinks: Option<&Tensor>,
         params: &AttentionParams,
         out: &mut Tensor,
     ) -> Result<()> {
-        if attention::supports(q, k, v) && out.dtype() == DType::F32 {
-            return attention::attention(&self.ctx, q, k, v, params, out)
+        if attention::supports(q, k, v, sinks) && out.dtype() == DType::F32 {
+            return attention::attention(&self.ctx, q, k, v, sinks, params, out)
                 .map_err(|e| e.into_tensor_error("attention"));
         }
-        self.on_host("attention", &[q, k, v], &mut [out], |r, i, o| {
-            r.attention(&i[0], &i[1], &i[2], params, &mut o[0])
-        })
+        match sinks {
+            Some(s) => self.on_host("attention", &[q, k, v, s], &mut [out], |r, i, o| {
+                r.attention(&i[0], &i[1], &i[2], Some(&i[3]), params, &mut o[0])
+            }),
+            None => self.on_host("attention", &[q, k, v], &mut [out], |r, i, o| {
+                r.attention(&i[0], &i[1], &i[2], None, params, &mut o[0])
+            }),
+        }
     }
 
     /// Host fallback (a training op).

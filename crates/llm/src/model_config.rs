@@ -6,6 +6,7 @@ use tempra_tensor::{RopeConfig, RopeScaling, RopeStyle, UnaryOp};
 
 use crate::error::{LlmError, Result};
 use crate::gguf::{Metadata, keys};
+use crate::tensor_names::BlockTensor;
 
 /// The architectures tempra implements (`general.architecture`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -22,6 +23,10 @@ pub enum Arch {
     /// `qwen3moe`: Qwen3-MoE (Qwen3's attention, routed experts with renormalised
     /// weights).
     Qwen3Moe,
+    /// `gpt-oss`: OpenAI's gpt-oss (attention sinks, alternating sliding-window layers,
+    /// biases on attention and experts, a clamped SwiGLU, a softmax over the chosen
+    /// experts' router logits).
+    GptOss,
     /// `gemma2`: Gemma 2 (soft-capping, alternating sliding-window layers).
     Gemma2,
     /// `gemma3`: Gemma 3 (5 sliding-window layers per global layer, q/k norms).
@@ -43,12 +48,13 @@ pub enum Arch {
 
 impl Arch {
     /// Every supported architecture.
-    pub const ALL: [Arch; 12] = [
+    pub const ALL: [Arch; 13] = [
         Arch::Llama,
         Arch::Qwen2,
         Arch::Qwen3,
         Arch::Qwen2Moe,
         Arch::Qwen3Moe,
+        Arch::GptOss,
         Arch::Gemma2,
         Arch::Gemma3,
         Arch::Phi3,
@@ -66,6 +72,7 @@ impl Arch {
             Arch::Qwen3 => "qwen3",
             Arch::Qwen2Moe => "qwen2moe",
             Arch::Qwen3Moe => "qwen3moe",
+            Arch::GptOss => "gpt-oss",
             Arch::Gemma2 => "gemma2",
             Arch::Gemma3 => "gemma3",
             Arch::Phi3 => "phi3",
@@ -114,6 +121,9 @@ impl Arch {
             no_rope_layer_interval: None,
             encoder: false,
             expert_weights_norm: true,
+            expert_gating: ExpertGating::Softmax,
+            clamped_swiglu: None,
+            ffn_norm: BlockTensor::FfnNorm,
         };
         const GEMMA: ArchDescription = ArchDescription {
             rope_style: RopeStyle::Neox,
@@ -131,6 +141,18 @@ impl Arch {
             Arch::Qwen2Moe => ArchDescription {
                 rope_style: RopeStyle::Neox,
                 expert_weights_norm: false,
+                ..LLAMA
+            },
+            Arch::GptOss => ArchDescription {
+                rope_style: RopeStyle::Neox,
+                default_sliding_pattern: Some(2),
+                expert_weights_norm: false,
+                expert_gating: ExpertGating::SoftmaxChosen,
+                clamped_swiglu: Some(ClampedSwiglu {
+                    alpha: 1.702,
+                    limit: 7.0,
+                }),
+                ffn_norm: BlockTensor::PostAttentionNorm,
                 ..LLAMA
             },
             Arch::Gemma2 => ArchDescription {
@@ -210,6 +232,25 @@ pub struct ArchDescription {
     /// their sum (Mixtral, Qwen3-MoE; not Qwen2-MoE), which llama.cpp fixes for the
     /// architecture rather than reading it from the file.
     pub expert_weights_norm: bool,
+    /// The router's gating when the file names none (`{arch}.expert_gating_func`).
+    pub expert_gating: ExpertGating,
+    /// The gated FFN's clamped SwiGLU in place of `activation(gate) · up` (gpt-oss;
+    /// llama.cpp fixes its constants for the architecture).
+    pub clamped_swiglu: Option<ClampedSwiglu>,
+    /// The tensor that holds the pre-FFN norm: `ffn_norm`, or `post_attention_norm`
+    /// where the converter names it after the checkpoint's `post_attention_layernorm`
+    /// (gpt-oss). Such a model has no post-attention norm.
+    pub ffn_norm: BlockTensor,
+}
+
+/// gpt-oss's clamped SwiGLU: `g · sigmoid(alpha · g) · (u + 1)` with the gate `g`
+/// clamped to at most `limit` and the up projection `u` to `[-limit, limit]`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClampedSwiglu {
+    /// The sigmoid's slope.
+    pub alpha: f32,
+    /// The clamp.
+    pub limit: f32,
 }
 
 /// How a router turns its logits into routing weights.
@@ -219,6 +260,9 @@ pub enum ExpertGating {
     Softmax,
     /// Each expert's sigmoid, then the top k.
     Sigmoid,
+    /// The top k of the raw logits, then a softmax over those k (gpt-oss; llama.cpp's
+    /// gating function 3, "softmax weight").
+    SoftmaxChosen,
 }
 
 /// A mixture of experts' hyperparameters: every block's FFN is `experts_used` of
@@ -756,12 +800,17 @@ fn read_moe(md: &Metadata, arch: Arch, feed_forward_length: usize) -> Result<Opt
     let expert_ffn_length = width(keys::EXPERT_FEED_FORWARD_LENGTH)?.unwrap_or(feed_forward_length);
     let shared_ffn_length = width(keys::EXPERT_SHARED_FEED_FORWARD_LENGTH)?.filter(|&w| w > 0);
     let gating = match md.opt_usize(&k(keys::EXPERT_GATING_FUNC))? {
-        None | Some(0) | Some(1) => ExpertGating::Softmax,
+        None | Some(0) => arch.description().expert_gating,
+        Some(1) => ExpertGating::Softmax,
         Some(2) => ExpertGating::Sigmoid,
+        Some(3) => ExpertGating::SoftmaxChosen,
         Some(other) => {
             return Err(invalid(
                 k(keys::EXPERT_GATING_FUNC),
-                format!("gating function {other} (tempra knows 1 softmax and 2 sigmoid)"),
+                format!(
+                    "gating function {other} (tempra knows 1 softmax, 2 sigmoid and 3 softmax \
+                     over the chosen)"
+                ),
             ));
         }
     };
@@ -885,7 +934,7 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "unsupported architecture `falcon` (supported: llama, qwen2, qwen3, qwen2moe, \
-             qwen3moe, gemma2, gemma3, phi3, granite, olmo2, smollm3, bert)"
+             qwen3moe, gpt-oss, gemma2, gemma3, phi3, granite, olmo2, smollm3, bert)"
         );
 
         let mut md = base("qwen3");

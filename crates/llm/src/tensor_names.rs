@@ -77,6 +77,8 @@ pub enum BlockTensor {
     FfnDownShexp,
     /// `ffn_gate_inp_shexp`: the shared expert's sigmoid gate `[dim]`.
     FfnGateInpShexp,
+    /// `attn_sinks`: one attention-sink logit per query head (gpt-oss).
+    AttnSinks,
 }
 
 impl GlobalTensor {
@@ -111,7 +113,7 @@ impl GlobalTensor {
 
 impl BlockTensor {
     /// Every block tensor.
-    pub const ALL: [BlockTensor; 24] = [
+    pub const ALL: [BlockTensor; 25] = [
         BlockTensor::AttnNorm,
         BlockTensor::AttnQ,
         BlockTensor::AttnK,
@@ -136,6 +138,7 @@ impl BlockTensor {
         BlockTensor::FfnUpShexp,
         BlockTensor::FfnDownShexp,
         BlockTensor::FfnGateInpShexp,
+        BlockTensor::AttnSinks,
     ];
 
     /// The name stem after `blk.N.` (`attn_q`).
@@ -165,6 +168,7 @@ impl BlockTensor {
             BlockTensor::FfnUpShexp => "ffn_up_shexp",
             BlockTensor::FfnDownShexp => "ffn_down_shexp",
             BlockTensor::FfnGateInpShexp => "ffn_gate_inp_shexp",
+            BlockTensor::AttnSinks => "attn_sinks",
         }
     }
 }

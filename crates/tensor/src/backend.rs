@@ -209,12 +209,15 @@ pub trait Backend: Send + Sync + Debug {
     /// Causal attention: `q [.., Tq, Hq, D]` (F32/F64), `k [.., Tk, Hkv, D]` and
     /// `v [.., Tk, Hkv, Dv]` (F32, F16 or a 32-value block format of
     /// [`crate::context::KV_DTYPES`] with F32 queries; F64 with F64 ones) into
-    /// `out [.., Tq, Hq, Dv]` of q's dtype.
+    /// `out [.., Tq, Hq, Dv]` of q's dtype. `sinks [Hq]` (F32 or q's dtype), when given,
+    /// adds per query head one logit to every row's softmax that carries no value
+    /// (attention sinks, see [`crate::ExecContext::attention_with_sinks`]).
     fn attention(
         &self,
         q: &Tensor,
         k: &Tensor,
         v: &Tensor,
+        sinks: Option<&Tensor>,
         params: &AttentionParams,
         out: &mut Tensor,
     ) -> Result<()>;

@@ -220,9 +220,10 @@ impl Backend for ReferenceBackend {
         q: &Tensor,
         k: &Tensor,
         v: &Tensor,
+        sinks: Option<&Tensor>,
         params: &AttentionParams,
         out: &mut Tensor,
     ) -> Result<()> {
-        nn::attention(q, k, v, params, out)
+        nn::attention(q, k, v, sinks, params, out)
     }
 }

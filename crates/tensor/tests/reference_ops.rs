@@ -436,7 +436,11 @@ fn run_op(
                 window: p["window"].as_u64().map(|w| w as usize),
                 softcap: p["softcap"].as_f64().map(|c| c as f32),
             };
-            ctx.attention(&get(&inp, "q"), &get(&inp, "k"), &get(&inp, "v"), &params)?
+            let (q, k, v) = (get(&inp, "q"), get(&inp, "k"), get(&inp, "v"));
+            match inp.get("sinks") {
+                Some(sinks) => ctx.attention_with_sinks(&q, &k, &v, sinks, &params)?,
+                None => ctx.attention(&q, &k, &v, &params)?,
+            }
         }
         "contiguous" => {
             let out = ctx.contiguous(&get(&inp, "x"))?;

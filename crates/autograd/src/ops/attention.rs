@@ -6,7 +6,7 @@ use tempra_tensor::{AttentionParams, RopeConfig, Tensor};
 
 use crate::autograd::Autograd;
 use crate::error::{AutogradError, Result};
-use crate::node::{record, rule};
+use crate::node::{record, rule, tracking};
 use crate::var::Var;
 
 impl Autograd {
@@ -73,5 +73,28 @@ impl Autograd {
                 Ok(vec![Some(dq), Some(dk), Some(dv)])
             })
         }))
+    }
+
+    /// [`Self::attention`] with attention sinks `[Hq]` (see
+    /// [`tempra_tensor::ExecContext::attention_with_sinks`]). Inference-only: with a
+    /// tracked q, k or v it is [`AutogradError::NotDifferentiable`].
+    pub fn attention_with_sinks(
+        &self,
+        q: &Var,
+        k: &Var,
+        v: &Var,
+        sinks: &Tensor,
+        params: &AttentionParams,
+    ) -> Result<Var> {
+        if tracking(&[q, k, v]) {
+            return Err(AutogradError::NotDifferentiable {
+                op: "attention",
+                what: "q, k or v of attention with sinks (inference-only)".into(),
+            });
+        }
+        let out = self
+            .ctx
+            .attention_with_sinks(&q.tensor, &k.tensor, &v.tensor, sinks, params)?;
+        Ok(Var::constant(out))
     }
 }

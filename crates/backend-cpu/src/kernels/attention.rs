@@ -96,6 +96,21 @@ pub(crate) struct Tile<'a> {
     pub keys: &'a [Range<usize>],
     /// Logit soft-cap.
     pub softcap: Option<f32>,
+    /// Per row the attention sink's logit (`rows` values, not capped), if the op has
+    /// sinks.
+    pub sinks: Option<&'a [f32]>,
+}
+
+impl Tile<'_> {
+    /// Row `r`'s online softmax state before its first key: the sink as the running
+    /// maximum with a weight of one (it joins the sum, with no value), or nothing.
+    #[inline(always)]
+    pub(crate) fn initial_state(&self, r: usize) -> (f32, f32) {
+        match self.sinks {
+            Some(s) if s[r] > f32::NEG_INFINITY => (s[r], 1.0),
+            _ => (f32::NEG_INFINITY, 0.0),
+        }
+    }
 }
 
 /// Per-call scratch (on the caller's stack, reused across tiles).
@@ -166,6 +181,9 @@ fn attend_tile<S: Simd>(
         m: [f32::NEG_INFINITY; MAX_ROWS],
         l: [0.0; MAX_ROWS],
     };
+    for r in 0..rows {
+        (state.m[r], state.l[r]) = tile.initial_state(r);
+    }
     let prefetch = |keys: Range<usize>| {
         prefetch_rows(k, kr, keys.clone());
         prefetch_rows(v, vr, keys);

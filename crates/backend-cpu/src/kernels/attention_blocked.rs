@@ -132,6 +132,9 @@ fn attend_wide<S: Simd>(
     acc.fill(0.0);
     let mut m = [f32::NEG_INFINITY; WIDE_ROWS];
     let mut l = [0.0f32; WIDE_ROWS];
+    for r in 0..rows {
+        (m[r], l[r]) = tile.initial_state(r);
+    }
     // Blocks start at multiples of BLOCK, not at the tile's first key: a row's result
     // then depends on its own keys only, not on which rows share its tile (the tiles
     // differ with the thread count; masked keys add exact zeros).

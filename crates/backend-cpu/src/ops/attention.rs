@@ -36,12 +36,14 @@ use crate::task_scratch::{TaskScratch, max_tasks};
 const MIN_TASK_FMAS: usize = 1 << 15;
 
 /// `out [.., Tq, Hq, Dv]` = causal attention of `q` over `k`, `v` (see
-/// [`AttentionParams`]).
+/// [`AttentionParams`]), with per-head `sinks` where given (each row's online softmax
+/// starts from its head's sink).
 pub(crate) fn attention(
     exec: &Exec<'_>,
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,
+    sinks: Option<&Tensor>,
     params: &AttentionParams,
     out: &mut Tensor,
 ) -> Result<Outcome> {
@@ -49,6 +51,17 @@ pub(crate) fn attention(
     if q.dtype() != DType::F32 || r < 3 || k.rank() != r || v.rank() != r {
         return Ok(Outcome::Delegate);
     }
+    // Sinks as an f32 slice per query head (a strided or non-f32 view: the reference).
+    let sink_values = match sinks {
+        Some(s) => match (input::<f32>(s), s.layout().contiguous_range()) {
+            (Some(values), Some(range)) if range.len() == hq_of(q) => match values.get(range) {
+                Some(values) => Some(values),
+                None => return Ok(Outcome::Delegate),
+            },
+            _ => return Ok(Outcome::Delegate),
+        },
+        None => None,
+    };
     let (tq, hq, d) = (q.dims()[r - 3], q.dims()[r - 2], q.dims()[r - 1]);
     let (tk, hkv, dv) = (k.dims()[r - 3], k.dims()[r - 2], v.dims()[r - 1]);
     let (ks, vs, qs) = (
@@ -211,11 +224,16 @@ pub(crate) fn attention(
                 stride: vs[r - 3],
                 dim: dv,
             };
+            let row_sinks: [f32; WIDE_ROWS] = std::array::from_fn(|row| match sink_values {
+                Some(values) if row < n_rows => values[h0 + row % rows],
+                _ => f32::NEG_INFINITY,
+            });
             let tile = Tile {
                 q: &qbuf[..n_rows * dp],
                 rows: n_rows,
                 keys: &keys[..n_rows],
                 softcap,
+                sinks: sink_values.map(|_| &row_sinks[..n_rows]),
             };
             let dst = &mut tile_out[..n_rows * dv];
             match wide_scratch.as_mut() {
@@ -277,6 +295,11 @@ pub(crate) fn attention(
     });
     errors.finish()?;
     Ok(Outcome::Done)
+}
+
+/// The query heads of `q [.., Tq, Hq, D]`.
+fn hq_of(q: &Tensor) -> usize {
+    q.dims()[q.rank() - 2]
 }
 
 /// K or V as the kernels read it: f32, f16 or a 32-value block format (`None`: the

@@ -1,4 +1,4 @@
-//! Causal attention (GQA, sliding window, soft-cap) over f32 queries and f32/f16 keys
+//! Causal attention (GQA, sliding window, soft-cap, sinks) over f32 queries and f32/f16 keys
 //! and values: one workgroup per query row with an online softmax.
 
 use std::sync::Arc;
@@ -34,14 +34,30 @@ const SPEC: KernelSpec = KernelSpec {
     f16: false,
 };
 
+/// The most query heads whose sinks the parameter block holds (after the layouts).
+const MAX_SINK_HEADS: usize = 64;
+
 /// Whether the kernel runs these inputs (else the backend falls back to the host).
-pub(crate) fn supports(q: &Tensor, k: &Tensor, v: &Tensor) -> bool {
+/// Sinks travel in the parameter block: they must be host-readable f32 values (a
+/// model keeps them on the host, as it does rope factors), at most
+/// [`MAX_SINK_HEADS`] of them.
+pub(crate) fn supports(q: &Tensor, k: &Tensor, v: &Tensor, sinks: Option<&Tensor>) -> bool {
     let r = q.rank();
-    q.dtype() == DType::F32
+    sinks.is_none_or(|s| host_sinks(s).is_some_and(|v| v.len() <= MAX_SINK_HEADS))
+        && q.dtype() == DType::F32
         && matches!(k.dtype(), DType::F32 | DType::F16)
         && matches!(v.dtype(), DType::F32 | DType::F16)
         && q.dims()[r - 1] <= MAX_HEAD_DIM
         && v.dims()[r - 1] <= MAX_HEAD_DIM
+}
+
+/// The values of a host-resident, contiguous f32 sinks tensor, read in place.
+fn host_sinks(s: &Tensor) -> Option<&[f32]> {
+    if s.dtype() != DType::F32 {
+        return None;
+    }
+    let range = s.layout().contiguous_range()?;
+    s.host_slice::<f32>().ok()?.get(range)
 }
 
 /// The lead-dims layout of `t [.., T, H, D]` (collapsed), for locating a lead index.
@@ -52,12 +68,14 @@ fn lead_layout(t: &Tensor) -> (Vec<usize>, Vec<usize>) {
 }
 
 /// Attention of `q [.., Tq, Hq, D]` over `k [.., Tk, Hkv, D]`, `v [.., Tk, Hkv, Dv]` into
-/// contiguous `out [.., Tq, Hq, Dv]`.
+/// contiguous `out [.., Tq, Hq, Dv]`, each row's softmax starting from its head's sink
+/// where `sinks` are given (see [`supports`]).
 pub(crate) fn attention(
     ctx: &Arc<DeviceContext>,
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,
+    sinks: Option<&Tensor>,
     params: &AttentionParams,
     out: &Tensor,
 ) -> Result<()> {
@@ -100,5 +118,16 @@ pub(crate) fn attention(
     p.layout(OP, krel as usize, &kd, &kst)?;
     let (vd, vst) = lead_layout(v);
     p.layout(OP, vrel as usize, &vd, &vst)?;
+    match sinks.and_then(host_sinks) {
+        Some(values) => {
+            p.u(1);
+            for &sink in values {
+                p.f(sink);
+            }
+        }
+        None => {
+            p.u(0);
+        }
+    }
     ctx.dispatch(&SPEC, &p, &[qw, kw, vw, ow], to_u32(rows.count, OP)?)
 }

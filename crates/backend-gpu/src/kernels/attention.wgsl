@@ -4,7 +4,8 @@
 // Params: 0 rows, 1 Tq, 2 Hq, 3 Hkv, 4 D, 5 Dv, 6 Tk, 7 scale (f32), 8 q_start,
 // 9 window (0: none), 10 softcap (f32, 0: none), 11 k dtype, 12 v dtype, 13 q step,
 // 14 k stride t, 15 k stride h, 16 k stride d, 17 v stride t, 18 v stride h,
-// 19 v stride d, 20 out offset, 21 q row layout, 35 k lead layout, 49 v lead layout.
+// 19 v stride d, 20 out offset, 21 q row layout, 35 k lead layout, 49 v lead layout,
+// 63 sinks (0: none, 1: one f32 per query head from 64).
 
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 @group(0) @binding(2) var<storage, read> k: array<u32>;
@@ -67,6 +68,11 @@ fn attention(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg:
     let cap = pf(10u);
     var m = -inf_f32();
     var l = 0.0;
+    if (pu(63u) != 0u && pf(64u + h) > -inf_f32()) {
+        // The sink joins the softmax as a logit with weight one and no value.
+        m = pf(64u + h);
+        l = 1.0;
+    }
     var acc: array<f32, 8>;
     for (var r = 0u; r < PER_THREAD; r++) { acc[r] = 0.0; }
     for (var c = lo; c <= hi; c += WG) {

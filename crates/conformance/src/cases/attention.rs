@@ -1,6 +1,7 @@
 //! Attention: causal prefill and decode shapes, grouped KV heads, f16 and block-quantized
 //! caches (keys and values in one format or two), a sliding window, a logit soft-cap,
-//! keys read through a narrowed cache view, large head dims; bidirectional (encoders).
+//! keys read through a narrowed cache view, large head dims, attention sinks;
+//! bidirectional (encoders).
 
 use tempra_tensor::{AttentionParams, DType, Tensor};
 
@@ -218,6 +219,63 @@ pub(super) fn push(cases: &mut Vec<Case>) -> Result<()> {
         let k = inputs.normal(&[t, hkv, d])?;
         let v = inputs.normal(&[t, hkv, d])?;
         cases.push(whole(label, [q, k, v], AttentionParams::bidirectional(d)));
+    }
+    // Attention sinks (gpt-oss): one logit per query head that joins each row's softmax
+    // with no value. The sinks stay host tensors, as a model keeps them (the GPU reads
+    // them into its parameter block). Decode, a window, the blocked prefill kernel and
+    // a cache narrowed to fewer rows; sinks up to ±4 make some heads give most of
+    // their weight to the sink.
+    for (label, tq, tk, hq, hkv, d, q_start, window) in [
+        (
+            "sinks, decode at 32, 4 heads over 2",
+            1,
+            33,
+            4,
+            2,
+            16,
+            32,
+            None,
+        ),
+        (
+            "sinks, prefill window 4, 8 heads over 2",
+            6,
+            6,
+            8,
+            2,
+            16,
+            0,
+            Some(4),
+        ),
+        (
+            "sinks, prefill 70 tokens (blocked kernel)",
+            70,
+            70,
+            4,
+            1,
+            32,
+            0,
+            None,
+        ),
+    ] {
+        let q = inputs.normal(&[tq, hq, d])?;
+        let k = inputs.normal(&[tk, hkv, d])?;
+        let v = inputs.normal(&[tk, hkv, d])?;
+        let sinks = inputs.uniform(&[hq], -4.0, 4.0)?;
+        let params = AttentionParams {
+            window,
+            ..AttentionParams::causal(d, q_start)
+        };
+        cases.push(Case::new(
+            "attention",
+            label,
+            Precision::Accumulated,
+            vec![q, k, v],
+            move |c, i| {
+                Ok(vec![c.attention_with_sinks(
+                    &i[0], &i[1], &i[2], &sinks, &params,
+                )?])
+            },
+        ));
     }
     // Batched sequences.
     let q = inputs.normal(&[2, 3, 2, 16])?;

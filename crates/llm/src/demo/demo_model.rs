@@ -168,6 +168,8 @@ pub fn weights_from_params(params: &ParamStore, shape: &DemoShape) -> Result<Mod
             wk: b(BlockTensor::AttnK)?,
             wv: b(BlockTensor::AttnV)?,
             wo: b(BlockTensor::AttnOutput)?,
+            bo: None,
+            sinks: None,
             bq: None,
             bk: None,
             bv: None,

@@ -13,7 +13,7 @@ use crate::engine::weights::{
     DenseFfn, EncoderWeights, ExpertFfn, FeedForward, LayerWeights, ModelWeights,
 };
 use crate::error::{LlmError, Result};
-use crate::model_config::{ExpertGating, ModelConfig};
+use crate::model_config::{ClampedSwiglu, ExpertGating, ModelConfig};
 
 /// Which positions' logits a forward computes (only the needed rows go through the
 /// output head).
@@ -251,7 +251,7 @@ fn encoder_forward(
             causal: false,
             ..attention_params(config, l, start)
         };
-        let attn = attend(out, l, (q, k, v), &params, cache.as_deref_mut())?;
+        let attn = attend(out, l, (q, k, v), None, &params, cache.as_deref_mut())?;
         let attn = attn.reshape(&[t, config.head_count * config.value_length])?;
         let projected = out.linear(Slot::AttentionOut, &attn, &layer.wo, Some(&extra.bo))?;
         drop(attn);
@@ -334,29 +334,30 @@ fn attention_block(
 ) -> Result<Var> {
     let qkv = project_qkv(out, config, weights, layer, l, x, positions)?;
     let params = attention_params(config, l, start);
-    let attn = attend(out, l, qkv, &params, cache)?;
+    let attn = attend(out, l, qkv, layer.sinks.as_ref(), &params, cache)?;
     attention_output(out, config, layer, attn)
 }
 
-/// Layer `l`'s attention of `q` over `k` and `v` (`[T, H, D]` each): with a cache, the
-/// new keys and values are written into it and the queries read the cached view of
-/// every position so far.
+/// Layer `l`'s attention of `q` over `k` and `v` (`[T, H, D]` each), with the layer's
+/// `sinks` where it has them: with a cache, the new keys and values are written into it
+/// and the queries read the cached view of every position so far.
 fn attend(
     out: &mut Outputs<'_>,
     l: usize,
     (q, k, v): (Var, Var, Var),
+    sinks: Option<&Tensor>,
     params: &AttentionParams,
     cache: Option<&mut KvCache>,
 ) -> Result<Var> {
     let Some(cache) = cache else {
-        return out.attention(Slot::Attention, &q, &k, &v, params);
+        return out.attention(Slot::Attention, (&q, &k, &v), sinks, params);
     };
     let t = q.dims()[0];
     cache.write(out.ctx(), l, k.tensor(), v.tensor())?;
     drop((k, v));
     let (keys, values) = cache.view(l, t)?;
     let (keys, values) = (Var::constant(keys), Var::constant(values));
-    out.attention(Slot::Attention, &q, &keys, &values, params)
+    out.attention(Slot::Attention, (&q, &keys, &values), sinks, params)
 }
 
 /// Optional pre-norm, q/k/v projections, optional q/k norms and rope (on the layers that
@@ -447,7 +448,7 @@ pub(crate) fn attention_output(
 ) -> Result<Var> {
     let t = attn.dims()[0];
     let attn = attn.reshape(&[t, config.head_count * config.value_length])?;
-    let projected = out.linear(Slot::AttentionOut, &attn, &layer.wo, None)?;
+    let projected = out.linear(Slot::AttentionOut, &attn, &layer.wo, layer.bo.as_ref())?;
     drop(attn);
     let branch = match &layer.post_attn_norm {
         Some(post) => out.rms_norm(
@@ -512,12 +513,14 @@ fn gated_mlp(
     out.linear(result, &gated, &ffn.down, None)
 }
 
-/// A mixture of experts on `h [T, D]`: the router's logits gated (softmax or sigmoid),
-/// each token's `k` best experts and their weights (renormalised and scaled where the
-/// model says), the chosen experts' gated MLPs by grouped-expert products (each
-/// expert's weights read once per step, whichever tokens chose it), their outputs
-/// summed by weight, plus the shared expert times its sigmoid gate where the model has
-/// one. The result `[T, D]` is in the FFN down slot.
+/// A mixture of experts on `h [T, D]`: the router's logits (plus its bias, where it
+/// has one) gated (softmax or sigmoid over every expert, or a softmax over the chosen
+/// experts' logits), each token's `k` best experts and their weights (renormalised and
+/// scaled where the model says), the chosen experts' gated MLPs by grouped-expert
+/// products (each expert's weights read once per step, whichever tokens chose it; their
+/// biases added where the model has them), their outputs summed by weight, plus the
+/// shared expert times its sigmoid gate where the model has one. The result `[T, D]` is
+/// in the FFN down slot.
 fn expert_ffn(
     out: &mut Outputs<'_>,
     config: &ModelConfig,
@@ -531,19 +534,39 @@ fn expert_ffn(
         ),
     })?;
     let t = h.dims()[0];
-    let logits = out.linear(Slot::RouterLogits, h, &experts.router, None)?;
-    let gated = match moe.gating {
-        ExpertGating::Softmax => out.softmax(Slot::RouterProbs, &logits)?,
-        ExpertGating::Sigmoid => out.unary(Slot::RouterProbs, UnaryOp::Sigmoid, &logits)?,
-    };
-    drop(logits);
-    let (mut weights, ids) = out.top_k(
-        Slot::ExpertWeights,
-        Slot::ExpertIds,
-        &gated,
-        moe.experts_used,
+    let biases = experts.biases.as_ref();
+    let logits = out.linear(
+        Slot::RouterLogits,
+        h,
+        &experts.router,
+        biases.map(|b| &b.router),
     )?;
-    drop(gated);
+    let (mut weights, ids) = match moe.gating {
+        ExpertGating::SoftmaxChosen => {
+            let (chosen, ids) = out.top_k(
+                Slot::ExpertWeights,
+                Slot::ExpertIds,
+                &logits,
+                moe.experts_used,
+            )?;
+            drop(logits);
+            // The router-probabilities slot holds `[T, E]`: room for the `[T, k]` softmax.
+            (out.softmax(Slot::RouterProbs, &chosen)?, ids)
+        }
+        ExpertGating::Softmax | ExpertGating::Sigmoid => {
+            let gated = match moe.gating {
+                ExpertGating::Sigmoid => out.unary(Slot::RouterProbs, UnaryOp::Sigmoid, &logits)?,
+                _ => out.softmax(Slot::RouterProbs, &logits)?,
+            };
+            drop(logits);
+            out.top_k(
+                Slot::ExpertWeights,
+                Slot::ExpertIds,
+                &gated,
+                moe.experts_used,
+            )?
+        }
+    };
     if moe.normalize_weights {
         let sum = out.sum_last(Slot::ExpertWeightSum, &weights)?;
         weights = out.assign(Slot::ExpertWeights, BinaryOp::Div, weights, &sum)?;
@@ -552,15 +575,39 @@ fn expert_ffn(
         weights = out.mul_scalar(Slot::ExpertWeightsScaled, &weights, scale as f64)?;
     }
     let rows = h.reshape(&[t, 1, config.embedding_length])?;
-    let gate = out.expert_linear(Slot::ExpertGate, &rows, &experts.gate, &ids)?;
-    let up = out.expert_linear(Slot::ExpertUp, &rows, &experts.up, &ids)?;
+    let gate = out.expert_linear(
+        Slot::ExpertGate,
+        &rows,
+        &experts.gate,
+        &ids,
+        biases.map(|b| &b.gate),
+    )?;
+    let up = out.expert_linear(
+        Slot::ExpertUp,
+        &rows,
+        &experts.up,
+        &ids,
+        biases.map(|b| &b.up),
+    )?;
     drop(rows);
-    let act = config.arch.description().activation;
-    let activated = out.unary(Slot::ExpertAct, act, &gate)?;
-    drop(gate);
-    let product = out.assign(Slot::ExpertAct, BinaryOp::Mul, activated, &up)?;
-    drop(up);
-    let down = out.expert_linear(Slot::ExpertDown, &product, &experts.down, &ids)?;
+    let product = match config.arch.description().clamped_swiglu {
+        Some(clamp) => clamped_swiglu(out, clamp, gate, up)?,
+        None => {
+            let act = config.arch.description().activation;
+            let activated = out.unary(Slot::ExpertAct, act, &gate)?;
+            drop(gate);
+            let product = out.assign(Slot::ExpertAct, BinaryOp::Mul, activated, &up)?;
+            drop(up);
+            product
+        }
+    };
+    let down = out.expert_linear(
+        Slot::ExpertDown,
+        &product,
+        &experts.down,
+        &ids,
+        biases.map(|b| &b.down),
+    )?;
     drop((product, ids));
     let mixed = out.weighted_sum(Slot::FfnDown, &down, &weights)?;
     drop((down, weights));
@@ -575,4 +622,27 @@ fn expert_ffn(
         shared_out = out.assign(Slot::SharedDown, BinaryOp::Mul, shared_out, &gate)?;
     }
     out.assign(Slot::FfnDown, BinaryOp::Add, mixed, &shared_out)
+}
+
+/// gpt-oss's clamped SwiGLU of the experts' `gate` and `up` projections: `g' ·
+/// sigmoid(alpha · g') · (u' + 1)` with `g' = min(g, limit)` and `u'` clamped to
+/// `[-limit, limit]`, as `silu(alpha · g') · (u' + 1) / alpha`, in the expert slots (the
+/// result in the activation slot).
+fn clamped_swiglu(out: &mut Outputs<'_>, clamp: ClampedSwiglu, gate: Var, up: Var) -> Result<Var> {
+    let (alpha, limit) = (clamp.alpha as f64, clamp.limit as f64);
+    let clamped = out.scalar(Slot::ExpertClamped, BinaryOp::Minimum, &gate, limit)?;
+    drop(gate);
+    let sloped = out.mul_scalar(Slot::ExpertGate, &clamped, alpha)?;
+    drop(clamped);
+    let activated = out.unary(Slot::ExpertClamped, UnaryOp::Silu, &sloped)?;
+    drop(sloped);
+    let floor = out.scalar(Slot::ExpertAct, BinaryOp::Maximum, &up, -limit)?;
+    drop(up);
+    let clamped_up = out.scalar(Slot::ExpertUp, BinaryOp::Minimum, &floor, limit)?;
+    drop(floor);
+    let shifted = out.scalar(Slot::ExpertAct, BinaryOp::Add, &clamped_up, 1.0)?;
+    drop(clamped_up);
+    let product = out.assign(Slot::ExpertClamped, BinaryOp::Mul, activated, &shifted)?;
+    drop(shifted);
+    out.mul_scalar(Slot::ExpertAct, &product, 1.0 / alpha)
 }

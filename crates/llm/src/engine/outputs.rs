@@ -135,11 +135,16 @@ impl<'a> Outputs<'a> {
 
     /// `x · s`.
     pub(crate) fn mul_scalar(&mut self, slot: Slot, x: &Var, s: f64) -> Result<Var> {
+        self.scalar(slot, BinaryOp::Mul, x, s)
+    }
+
+    /// `op(x, s)` for a scalar `s`.
+    pub(crate) fn scalar(&mut self, slot: Slot, op: BinaryOp, x: &Var, s: f64) -> Result<Var> {
         if tracking(&[x]) {
-            return Ok(self.ag.mul_scalar(x, s)?);
+            return Ok(self.ag.binary_scalar(op, x, s)?);
         }
         self.write(slot, x.dims(), x.dtype(), |ctx, out| {
-            ctx.binary_scalar_into(BinaryOp::Mul, x.tensor(), s, out)
+            ctx.binary_scalar_into(op, x.tensor(), s, out)
         })
     }
 
@@ -266,13 +271,18 @@ impl<'a> Outputs<'a> {
         x: &Var,
         w: &Var,
         ids: &Tensor,
+        bias: Option<&Var>,
     ) -> Result<Var> {
-        if tracking(&[x, w]) {
-            return Ok(self.ag.expert_linear(x, w, ids, None)?);
+        let tracked = match bias {
+            Some(b) => tracking(&[x, w, b]),
+            None => tracking(&[x, w]),
+        };
+        if tracked {
+            return Ok(self.ag.expert_linear(x, w, ids, bias)?);
         }
         let dims = [ids.dims()[0], ids.dims()[1], w.dims()[1]];
         self.write(slot, &dims, x.dtype(), |ctx, out| {
-            ctx.expert_linear_into(x.tensor(), w.tensor(), ids, None, out)
+            ctx.expert_linear_into(x.tensor(), w.tensor(), ids, bias.map(Var::tensor), out)
         })
     }
 
@@ -305,21 +315,27 @@ impl<'a> Outputs<'a> {
         })
     }
 
-    /// Causal attention of `q` over `k`, `v`.
+    /// Causal attention of `q` over `k`, `v`, with `sinks` where the layer has them.
     pub(crate) fn attention(
         &mut self,
         slot: Slot,
-        q: &Var,
-        k: &Var,
-        v: &Var,
+        (q, k, v): (&Var, &Var, &Var),
+        sinks: Option<&Tensor>,
         params: &AttentionParams,
     ) -> Result<Var> {
         if tracking(&[q, k, v]) {
-            return Ok(self.ag.attention(q, k, v, params)?);
+            return Ok(match sinks {
+                Some(s) => self.ag.attention_with_sinks(q, k, v, s, params)?,
+                None => self.ag.attention(q, k, v, params)?,
+            });
         }
         let (dims, rank) = with_last(q.dims(), v.dims()[v.rank() - 1]);
         self.write(slot, &dims[..rank], q.dtype(), |ctx, out| {
-            ctx.attention_into(q.tensor(), k.tensor(), v.tensor(), params, out)
+            let (q, k, v) = (q.tensor(), k.tensor(), v.tensor());
+            match sinks {
+                Some(s) => ctx.attention_with_sinks_into(q, k, v, s, params, out),
+                None => ctx.attention_into(q, k, v, params, out),
+            }
         })
     }
 

@@ -92,7 +92,8 @@ pub enum Slot {
     FfnDown,
     /// The router's logits `[T, E]` (mixtures of experts).
     RouterLogits,
-    /// The router's gating (softmax or sigmoid) of its logits `[T, E]`.
+    /// The router's gating (softmax or sigmoid) of its logits `[T, E]`; with a softmax
+    /// over the chosen experts (gpt-oss), that softmax `[T, k]`.
     RouterProbs,
     /// The chosen experts `[T, k]` (u32).
     ExpertIds,
@@ -110,6 +111,8 @@ pub enum Slot {
     /// The experts' gate activation, then times their up projection in place
     /// `[T, k, Fe]`.
     ExpertAct,
+    /// The clamped gate, then its activation, of a clamped SwiGLU `[T, k, Fe]` (gpt-oss).
+    ExpertClamped,
     /// The chosen experts' down projections `[T, k, D]`, before their weighted sum
     /// into the FFN down slot.
     ExpertDown,
@@ -164,6 +167,7 @@ struct ArenaBuffers {
     expert_gate: Option<Tensor>,
     expert_up: Option<Tensor>,
     expert_act: Option<Tensor>,
+    expert_clamped: Option<Tensor>,
     expert_down: Option<Tensor>,
     shared_down: Option<Tensor>,
     shared_gate_logit: Option<Tensor>,
@@ -222,6 +226,7 @@ impl ArenaBuffers {
             Slot::ExpertGate => &mut self.expert_gate,
             Slot::ExpertUp => &mut self.expert_up,
             Slot::ExpertAct => &mut self.expert_act,
+            Slot::ExpertClamped => &mut self.expert_clamped,
             Slot::ExpertDown => &mut self.expert_down,
             Slot::SharedDown => &mut self.shared_down,
             Slot::SharedGateLogit => &mut self.shared_gate_logit,
@@ -265,6 +270,7 @@ impl ArenaBuffers {
             expert_gate,
             expert_up,
             expert_act,
+            expert_clamped,
             expert_down,
             shared_down,
             shared_gate_logit,
@@ -304,6 +310,7 @@ impl ArenaBuffers {
             (Slot::ExpertGate, expert_gate),
             (Slot::ExpertUp, expert_up),
             (Slot::ExpertAct, expert_act),
+            (Slot::ExpertClamped, expert_clamped),
             (Slot::ExpertDown, expert_down),
             (Slot::SharedDown, shared_down),
             (Slot::SharedGateLogit, shared_gate_logit),
@@ -318,7 +325,7 @@ impl ArenaBuffers {
 }
 
 /// How many slots there are.
-const SLOT_COUNT: usize = 37;
+const SLOT_COUNT: usize = 38;
 
 /// Every slot, in declaration order (`SLOTS[slot as usize] == slot`).
 const SLOTS: [Slot; SLOT_COUNT] = [
@@ -350,6 +357,7 @@ const SLOTS: [Slot; SLOT_COUNT] = [
     Slot::ExpertGate,
     Slot::ExpertUp,
     Slot::ExpertAct,
+    Slot::ExpertClamped,
     Slot::ExpertDown,
     Slot::SharedDown,
     Slot::SharedGateLogit,
@@ -428,6 +436,10 @@ fn slot_spec(config: &ModelConfig, slot: Slot) -> Option<SlotSpec> {
         Slot::ExpertGate | Slot::ExpertUp | Slot::ExpertAct => {
             when(moe.is_some(), tokens(used * expert_f))
         }
+        Slot::ExpertClamped => when(
+            moe.is_some() && config.arch.description().clamped_swiglu.is_some(),
+            tokens(used * expert_f),
+        ),
         Slot::ExpertDown => when(moe.is_some(), tokens(used * d)),
         Slot::SharedDown => when(shared, tokens(d)),
         Slot::SharedGateLogit | Slot::SharedGate => when(shared, tokens(1)),
@@ -556,6 +568,7 @@ impl StepArena {
             expert_gate: None,
             expert_up: None,
             expert_act: None,
+            expert_clamped: None,
             expert_down: None,
             shared_down: None,
             shared_gate_logit: None,

@@ -1,7 +1,7 @@
 //! `ModelWeights`: every tensor of a transformer, looked up by GGUF name once at load.
 
 use tempra_autograd::Var;
-use tempra_tensor::{ExecContext, Tensor};
+use tempra_tensor::{DType, ExecContext, Tensor};
 
 use crate::error::{LlmError, Result};
 use crate::model_config::{ModelConfig, MoeConfig, QkNormWidth, RopeScalingKind};
@@ -28,6 +28,8 @@ pub struct LayerWeights {
     pub wv: Var,
     /// Output projection `[D, Hq·Dv]`.
     pub wo: Var,
+    /// Output projection bias `[D]` (gpt-oss).
+    pub bo: Option<Var>,
     /// Query bias.
     pub bq: Option<Var>,
     /// Key bias.
@@ -47,6 +49,9 @@ pub struct LayerWeights {
     pub ffn: FeedForward,
     /// Norm of the FFN output before the residual add.
     pub post_ffn_norm: Option<Var>,
+    /// Attention sinks `[Hq]` (F32, gpt-oss): a constant of the attention op like the
+    /// rope factors, kept where the file has it (on the host) and never trained.
+    pub sinks: Option<Tensor>,
 }
 
 /// A block's feed-forward network.
@@ -88,6 +93,22 @@ pub struct ExpertFfn {
     pub shared: Option<DenseFfn>,
     /// The shared expert's gate `[1, D]`: its output times `sigmoid(gate·x)`.
     pub shared_gate: Option<Var>,
+    /// The biases of the router `[E]`, the experts' gates and up projections `[E, Fe]`
+    /// and their down projections `[E, D]` (gpt-oss).
+    pub biases: Option<ExpertBiases>,
+}
+
+/// A mixture of experts' biases (gpt-oss has all four).
+#[derive(Clone, Debug)]
+pub struct ExpertBiases {
+    /// Router bias `[E]`.
+    pub router: Var,
+    /// Each expert's gate bias `[E, Fe]`.
+    pub gate: Var,
+    /// Each expert's up bias `[E, Fe]`.
+    pub up: Var,
+    /// Each expert's down bias `[E, D]`.
+    pub down: Var,
 }
 
 impl DenseFfn {
@@ -121,6 +142,27 @@ impl FeedForward {
         }
     }
 
+    /// The biases (a mixture of experts' where it has them), in a fixed order: vectors
+    /// and per-expert rows that products add, never a matrix a product reads.
+    pub fn biases(&self) -> Vec<&Var> {
+        match self {
+            FeedForward::Experts(ExpertFfn {
+                biases: Some(b), ..
+            }) => vec![&b.router, &b.gate, &b.up, &b.down],
+            _ => Vec::new(),
+        }
+    }
+
+    /// [`Self::biases`], mutable.
+    pub fn biases_mut(&mut self) -> Vec<&mut Var> {
+        match self {
+            FeedForward::Experts(ExpertFfn {
+                biases: Some(b), ..
+            }) => vec![&mut b.router, &mut b.gate, &mut b.up, &mut b.down],
+            _ => Vec::new(),
+        }
+    }
+
     /// Every tensor, in [`Self::vars`]' order.
     pub fn vars_mut(&mut self) -> Vec<&mut Var> {
         match self {
@@ -142,10 +184,14 @@ impl FeedForward {
         }
     }
 
-    /// The same FFN with every tensor passed through `f`.
+    /// The same FFN with every tensor (biases included) passed through `f`.
     fn try_map(&self, f: &mut impl FnMut(&Var) -> Result<Var>) -> Result<FeedForward> {
         let mut mapped = self.clone();
         for v in mapped.vars_mut() {
+            let new = f(v)?;
+            *v = new;
+        }
+        for v in mapped.biases_mut() {
             let new = f(v)?;
             *v = new;
         }
@@ -196,6 +242,20 @@ impl FeedForward {
         } else {
             None
         };
+        // Biases: all four where the router has one (gpt-oss), else none.
+        let bias = |t: BlockTensor, dims: &[usize]| {
+            checked(file, block_bias(l, t), dims).map(Var::constant)
+        };
+        let biases = if file.has_tensor(&block_bias(l, BlockTensor::FfnGateInp)) {
+            Some(ExpertBiases {
+                router: bias(BlockTensor::FfnGateInp, &[e])?,
+                gate: bias(BlockTensor::FfnGateExps, &[e, fe])?,
+                up: bias(BlockTensor::FfnUpExps, &[e, fe])?,
+                down: bias(BlockTensor::FfnDownExps, &[e, d])?,
+            })
+        } else {
+            None
+        };
         Ok(FeedForward::Experts(ExpertFfn {
             router: get(BlockTensor::FfnGateInp, &[e, d])?,
             gate: get(BlockTensor::FfnGateExps, &[e, fe, d])?,
@@ -203,6 +263,7 @@ impl FeedForward {
             down: get(BlockTensor::FfnDownExps, &[e, d, fe])?,
             shared,
             shared_gate,
+            biases,
         }))
     }
 }
@@ -422,19 +483,41 @@ impl ModelWeights {
                 let down = get(w(BlockTensor::FfnDown), &[d, f])?;
                 FeedForward::Dense(DenseFfn { gate, up, down })
             };
+            let sinks_name = w(BlockTensor::AttnSinks);
+            let sinks = if file.has_tensor(&sinks_name) {
+                let sinks = checked(file, sinks_name.clone(), &[hq])?;
+                if sinks.dtype() != DType::F32 {
+                    return Err(LlmError::InvalidValue {
+                        key: sinks_name,
+                        what: format!("dtype {}, expected f32", sinks.dtype()),
+                    });
+                }
+                Some(sinks)
+            } else {
+                None
+            };
+            // gpt-oss's pre-FFN norm is its `post_attention_norm`: no post-norm then.
+            let ffn_norm_tensor = description.ffn_norm;
+            let post_attn_norm = if ffn_norm_tensor == BlockTensor::PostAttentionNorm {
+                None
+            } else {
+                post_norm(l, BlockTensor::PostAttentionNorm)?
+            };
             layers.push(LayerWeights {
                 attn_norm: when(pre, w(BlockTensor::AttnNorm), &[d])?,
                 wq,
                 wk,
                 wv,
                 wo: get(w(BlockTensor::AttnOutput), &[d, hq * dv])?,
+                bo: opt(block_bias(l, BlockTensor::AttnOutput), &[d])?,
+                sinks,
                 bq: opt(block_bias(l, BlockTensor::AttnQ), &[hq * dk])?,
                 bk: opt(block_bias(l, BlockTensor::AttnK), &[hkv * dk])?,
                 bv: opt(block_bias(l, BlockTensor::AttnV), &[hkv * dv])?,
                 q_norm: opt(w(BlockTensor::AttnQNorm), &[q_norm_width])?,
                 k_norm: opt(w(BlockTensor::AttnKNorm), &[k_norm_width])?,
-                post_attn_norm: post_norm(l, BlockTensor::PostAttentionNorm)?,
-                ffn_norm: when(pre, w(BlockTensor::FfnNorm), &[d])?,
+                post_attn_norm,
+                ffn_norm: when(pre, w(ffn_norm_tensor), &[d])?,
                 ffn,
                 post_ffn_norm: post_norm(l, BlockTensor::PostFfwNorm)?,
             });
@@ -523,6 +606,8 @@ impl ModelWeights {
                 wk: f(&l.wk)?,
                 wv: f(&l.wv)?,
                 wo: f(&l.wo)?,
+                bo: opt(&l.bo, &mut f)?,
+                sinks: l.sinks.clone(),
                 bq: opt(&l.bq, &mut f)?,
                 bk: opt(&l.bk, &mut f)?,
                 bv: opt(&l.bv, &mut f)?,
@@ -566,6 +651,8 @@ impl ModelWeights {
                 wk,
                 wv,
                 wo,
+                bo,
+                sinks: _,
                 bq,
                 bk,
                 bv,
@@ -582,13 +669,16 @@ impl ModelWeights {
             for v in [wq, wk, wv, wo] {
                 f(v);
             }
-            for v in [bq, bk, bv, q_norm, k_norm, post_attn_norm, ffn_norm]
+            for v in [bo, bq, bk, bv, q_norm, k_norm, post_attn_norm, ffn_norm]
                 .into_iter()
                 .flatten()
             {
                 f(v);
             }
             for v in ffn.vars_mut() {
+                f(v);
+            }
+            for v in ffn.biases_mut() {
                 f(v);
             }
             if let Some(v) = post_ffn_norm {
@@ -681,10 +771,15 @@ impl ModelWeights {
             }
         }
         for l in &self.layers {
-            for v in [&l.wq, &l.wk, &l.wv, &l.wo].into_iter().chain(l.ffn.vars()) {
+            for v in [&l.wq, &l.wk, &l.wv, &l.wo]
+                .into_iter()
+                .chain(l.ffn.vars())
+                .chain(l.ffn.biases())
+            {
                 add(v);
             }
             for v in [
+                &l.bo,
                 &l.attn_norm,
                 &l.ffn_norm,
                 &l.bq,
@@ -701,7 +796,13 @@ impl ModelWeights {
                 add(v);
             }
         }
-        total
+        let sinks: usize = self
+            .layers
+            .iter()
+            .filter_map(|l| l.sinks.as_ref())
+            .map(own_bytes)
+            .sum();
+        total + sinks
     }
 }
 

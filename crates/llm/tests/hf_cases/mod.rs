@@ -2,11 +2,11 @@
 //! architectures added after the first six: files that split fused matrices into views
 //! (phi3), scale branches (granite), skip norms (olmo2), skip rope on some layers
 //! (smollm3), scale rope (qwen3_yarn) or route tokens to experts (qwen3moe, qwen2moe with
-//! its shared expert, mixtral). `engine_hf_reference`'s Q8_0 test and
+//! its shared expert, mixtral, gpt-oss with its sinks). `engine_hf_reference`'s Q8_0 test and
 //! `engine_row_invariance` both run them.
 
 /// The case names, as `references.json` keys them.
-pub(crate) const NEW_ARCHITECTURE_CASES: [&str; 8] = [
+pub(crate) const NEW_ARCHITECTURE_CASES: [&str; 9] = [
     "phi3",
     "granite",
     "olmo2",
@@ -15,4 +15,5 @@ pub(crate) const NEW_ARCHITECTURE_CASES: [&str; 8] = [
     "qwen3moe",
     "qwen2moe",
     "mixtral",
+    "gpt-oss",
 ];

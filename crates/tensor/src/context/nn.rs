@@ -322,7 +322,10 @@ impl ExecContext {
         v: &Tensor,
         params: &AttentionParams,
     ) -> Result<Tensor> {
-        fresh("attention", self.attention_to(q, k, v, params, Dest::Pool))
+        fresh(
+            "attention",
+            self.attention_to(q, k, v, None, params, Dest::Pool),
+        )
     }
 
     /// [`Self::attention`] into `out` (`[.., Tq, Hq, Dv]` of `q`'s dtype; see the output
@@ -335,7 +338,38 @@ impl ExecContext {
         params: &AttentionParams,
         out: &mut Tensor,
     ) -> Result<()> {
-        self.attention_to(q, k, v, params, Dest::Into(out))
+        self.attention_to(q, k, v, None, params, Dest::Into(out))
+            .map(drop)
+    }
+
+    /// [`Self::attention`] with attention sinks: `sinks [Hq]` (F32 or q's dtype) holds
+    /// per query head one more logit that joins every row's softmax and carries no value
+    /// (gpt-oss), so a row's weights sum to less than one. Not scaled, capped or masked.
+    pub fn attention_with_sinks(
+        &self,
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        sinks: &Tensor,
+        params: &AttentionParams,
+    ) -> Result<Tensor> {
+        fresh(
+            "attention",
+            self.attention_to(q, k, v, Some(sinks), params, Dest::Pool),
+        )
+    }
+
+    /// [`Self::attention_with_sinks`] into `out` (see [`Self::attention_into`]).
+    pub fn attention_with_sinks_into(
+        &self,
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        sinks: &Tensor,
+        params: &AttentionParams,
+        out: &mut Tensor,
+    ) -> Result<()> {
+        self.attention_to(q, k, v, Some(sinks), params, Dest::Into(out))
             .map(drop)
     }
 
@@ -344,12 +378,16 @@ impl ExecContext {
         q: &Tensor,
         k: &Tensor,
         v: &Tensor,
+        sinks: Option<&Tensor>,
         params: &AttentionParams,
         dest: Dest<'_>,
     ) -> Result<Option<Tensor>> {
         let shape = self.attention_shape(q, k, v, params)?;
+        if let Some(s) = sinks {
+            check_sinks(q, s)?;
+        }
         self.run_op("attention", shape, q.dtype(), dest, &[q, k, v], |b, out| {
-            b.attention(q, k, v, params, out)
+            b.attention(q, k, v, sinks, params, out)
         })
     }
 
@@ -417,4 +455,25 @@ impl ExecContext {
         shape.dims_mut()[r - 1] = vd[r - 1];
         Ok(shape)
     }
+}
+
+/// Checks attention sinks: one float per query head of `q [.., Tq, Hq, D]`.
+fn check_sinks(q: &Tensor, sinks: &Tensor) -> Result<()> {
+    const OP: &str = "attention";
+    if sinks.dtype() != DType::F32 && sinks.dtype() != q.dtype() {
+        return Err(TensorError::Argument {
+            op: OP,
+            name: "sinks",
+            reason: format!("f32 or the queries' dtype expected, got {}", sinks.dtype()),
+        });
+    }
+    let hq = q.dims()[q.rank() - 2];
+    if sinks.dims() != [hq] {
+        return Err(TensorError::ShapeMismatch {
+            op: OP,
+            lhs: *q.shape(),
+            rhs: *sinks.shape(),
+        });
+    }
+    Ok(())
 }

@@ -174,10 +174,17 @@ pub(crate) fn attention(
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,
+    sinks: Option<&Tensor>,
     params: &AttentionParams,
     out: &mut Tensor,
 ) -> Result<()> {
     let (rq, rk, rv) = (Reader::new(q)?, Reader::new(k)?, Reader::new(v)?);
+    let sink_reader = sinks.map(Reader::new).transpose()?;
+    // Head `h`'s sink logit, if any.
+    let sink = |h: usize| -> Option<f64> {
+        let (s, r) = (sinks?, sink_reader.as_ref()?);
+        Some(r.get(s.layout().offset() + h * s.layout().strides()[0]))
+    };
     let r = q.rank();
     let (tq, hq, d) = (q.dims()[r - 3], q.dims()[r - 2], q.dims()[r - 1]);
     let (tk, hkv, dv) = (k.dims()[r - 3], k.dims()[r - 2], v.dims()[r - 1]);
@@ -224,7 +231,12 @@ pub(crate) fn attention(
         for j in (0..tk).filter(|&j| visible(j)) {
             max = max.max(score(j)?);
         }
-        let mut sum = 0.0;
+        // A sink joins the softmax as one more logit with no value.
+        let sink = sink(h);
+        if let Some(s) = sink {
+            max = max.max(s);
+        }
+        let mut sum = sink.map_or(0.0, |s| (s - max).exp());
         for j in (0..tk).filter(|&j| visible(j)) {
             sum += (score(j)? - max).exp();
         }

@@ -15,7 +15,8 @@ tokens alone, which transformers computes with the short factors (a sequence wit
 original context).
 
 Cases: llama, llama3, qwen2, qwen3, gemma2, gemma3 (F16 matrices); phi3 (LongRoPE), granite,
-olmo2, smollm3, qwen3_yarn (F32); qwen3moe, qwen2moe, mixtral (Mixture of Experts, F16).
+olmo2, smollm3, qwen3_yarn (F32); qwen3moe, qwen2moe, mixtral, gpt-oss (Mixture of Experts,
+F16).
 The MoE cases have 8 experts of width 32, 2 used per token, in every layer: qwen3moe
 renormalises the top-2 softmax probabilities (`norm_topk_prob`), qwen2moe does not and adds
 a shared expert scaled by a sigmoid gate, mixtral (converted as GGUF arch `llama` with
@@ -71,6 +72,8 @@ NEAR_TIE = 1e-3
 # Gain of the MoE routers (and qwen2moe's shared-expert gate) over the unit gain of the
 # other matrices, so that the tokens pick different experts with clear margins.
 ROUTER_GAIN = 2.0
+# Gain of gpt-oss's expert gate/up projections: values past its SwiGLU clamp of 7.
+GPT_OSS_EXPERT_GAIN = 4.0
 
 TEXT = """Once upon a time there was a little robot named Tempra. It liked to count the
 stars and read long books about memory, buffers and pools. Every morning the robot went
@@ -380,6 +383,25 @@ def cases():
             "router softmax renormalised, every layer sparse, interleaved rope, width 64, tied output",
             {"moe": True},
         ),
+        (
+            "gpt-oss",
+            tf.GptOssConfig,
+            tf.GptOssForCausalLM,
+            dict(
+                moe,
+                num_local_experts=8,
+                intermediate_size=32,
+                sliding_window=8,
+                rope_parameters=GPT_OSS_YARN,
+                tie_word_embeddings=False,
+            ),
+            {"rope_theta": 10000.0, "rope_scaling": GPT_OSS_YARN},
+            "gpt-oss: attention sinks, sliding window 8 on even layers, q/k/v/o biases, 8 experts "
+            "(width 32) with gate/up/down biases, top-2 of the router logits (with bias) then their "
+            "softmax, clamped SwiGLU (alpha 1.702, limit 7: the experts' gate/up gain makes it "
+            "bite), YaRN x4 from an original context of 8, untied output",
+            {"moe": True, "spm_vocab": True},
+        ),
     ]
 
 
@@ -406,12 +428,17 @@ QWEN3_YARN = {
 }
 
 
+# gpt-oss's YaRN, made to bite within 32 positions (as QWEN3_YARN); `truncate` as llama.cpp
+# computes it (whole-pair ramp bounds).
+GPT_OSS_YARN = dict(QWEN3_YARN, truncate=True)
+
+
 class F16KvCache:
     """While active, attention reads keys and values rounded to f16 (after rope), as an
     engine with an f16 KV cache does: the logits it gives are the f16-cache reference."""
 
     MODULES = ["llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "granite", "olmo2", "smollm3",
-               "qwen3_moe", "qwen2_moe", "mixtral"]
+               "qwen3_moe", "qwen2_moe", "mixtral", "gpt_oss"]
 
     def __enter__(self):
         self.saved = []
@@ -442,6 +469,16 @@ def rerandomise(model: torch.nn.Module, gemma: bool, generator: torch.Generator)
                 value = base + 0.3 * torch.randn(p.shape, generator=generator)
             elif name.endswith("bias"):
                 value = 0.5 * torch.randn(p.shape, generator=generator)
+            elif name.endswith("sinks"):
+                # Attention sinks: logits of the scores' own scale, so each head gives
+                # the sink a share of its weight that varies with the query.
+                value = 1.5 * torch.randn(p.shape, generator=generator)
+            elif name.endswith(("experts.gate_up_proj", "experts.down_proj")):
+                # gpt-oss stores its experts [experts, fan-in, fan-out]; the gate/up gain of
+                # GPT_OSS_EXPERT_GAIN pushes some gate and up values past the SwiGLU's clamp.
+                fan_in = p.shape[-2]
+                gain = GPT_OSS_EXPERT_GAIN if "gate_up" in name else 1.0
+                value = gain / fan_in**0.5 * torch.randn(p.shape, generator=generator)
             elif "embed_tokens" in name:
                 # When it is also the head (tied), the same gain as an untied head.
                 std = 2.0 / p.shape[-1] ** 0.5 if tied else 1.0
@@ -456,7 +493,7 @@ def rerandomise(model: torch.nn.Module, gemma: bool, generator: torch.Generator)
                 fan_in = p.shape[-1]
                 if "lm_head" in name:
                     gain = 2.0 * getattr(model.config, "logits_scaling", 1.0)
-                elif name.endswith(("mlp.gate.weight", "mlp.shared_expert_gate.weight")):
+                elif name.endswith(("mlp.gate.weight", "mlp.shared_expert_gate.weight", "mlp.router.weight")):
                     gain = ROUTER_GAIN
                 else:
                     gain = 1.0
@@ -473,6 +510,30 @@ def forward(model: torch.nn.Module, tokens: list[int], moe: bool) -> tuple[np.nd
         return logits, None
     probs = torch.stack([torch.softmax(r.float(), dim=-1) for r in out.router_logits])
     return logits, probs.numpy()
+
+
+def clamp_share(model: torch.nn.Module, tokens: list[int]) -> dict:
+    """The shares of gpt-oss's expert gate values above its SwiGLU limit and of its up
+    values outside [-limit, limit], over a forward of `tokens`."""
+    from transformers.models.gpt_oss import modeling_gpt_oss as m
+    seen = {"gate": [0, 0], "up": [0, 0]}
+    original = m.GptOssExperts._apply_gate
+
+    def counting(self, gate_up):
+        gate, up = gate_up[..., ::2], gate_up[..., 1::2]
+        seen["gate"][0] += int((gate > self.limit).sum())
+        seen["up"][0] += int((up.abs() > self.limit).sum())
+        seen["gate"][1] += gate.numel()
+        seen["up"][1] += up.numel()
+        return original(self, gate_up)
+
+    m.GptOssExperts._apply_gate = counting
+    try:
+        with torch.no_grad():
+            model(torch.tensor([tokens]))
+    finally:
+        m.GptOssExperts._apply_gate = original
+    return {k: round(n / max(total, 1), 4) for k, (n, total) in seen.items()}
 
 
 def router_margins(probs: np.ndarray, k: int) -> np.ndarray:
@@ -548,6 +609,11 @@ def main() -> None:
                 per_layer = [len(np.unique(chosen[l])) for l in range(probs.shape[0])]
                 assert min(per_layer) >= n_experts / 2, f"{name}: experts chosen per layer {per_layer}"
                 ties = near_ties(probs, k, "f32") + near_ties(probs_f16kv, k, "f16")
+            share = None
+            if name == "gpt-oss":
+                share = clamp_share(model, tokens)
+                assert min(share.values()) > 0.0, f"{name}: the SwiGLU clamp does not bite: {share}"
+                print(f"{name}: share of clamped values {share}")
             hf_dir = tmp / name
             model.save_pretrained(hf_dir, safe_serialization=True)
             # The converter predates transformers 5's `rope_parameters`: give it the
@@ -589,6 +655,8 @@ def main() -> None:
                 min_margin = min(router_margins(probs, k).min(), router_margins(probs_f16kv, k).min())
                 print(f"{name}: {len(ties)} router near-ties (below {NEAR_TIE}), min k-th/(k+1)-th "
                       f"margin {min_margin:.2e}, experts chosen per layer {per_layer}")
+            if share is not None:
+                references["cases"][name]["clamped_share"] = share
             if args.only:
                 references["cases"][name]["generator"] = generator
             if short:

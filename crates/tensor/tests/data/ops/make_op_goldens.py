@@ -675,8 +675,10 @@ def gen_embedding():
 # attention
 
 
-def attention_ref(q, k, v, scale, q_start, window, softcap):
-    """q [..., Tq, Hq, D], k [..., Tk, Hkv, D], v [..., Tk, Hkv, Dv]."""
+def attention_ref(q, k, v, scale, q_start, window, softcap, sinks=None):
+    """q [..., Tq, Hq, D], k [..., Tk, Hkv, D], v [..., Tk, Hkv, Dv]; sinks [Hq]: one more
+    logit per head in each row's softmax, dropped before the values (gpt-oss, as
+    transformers' eager attention writes it)."""
     tq, hq, _ = q.shape[-3:]
     tk, hkv, _ = k.shape[-3:]
     dv = v.shape[-1]
@@ -694,8 +696,13 @@ def attention_ref(q, k, v, scale, q_start, window, softcap):
         if softcap is not None:
             s = softcap * np.tanh(s / softcap)
         s = np.where(mask, s, -np.inf)
+        if sinks is not None:
+            column = np.full(s.shape[:-1] + (1,), sinks[h])
+            s = np.concatenate([s, column], axis=-1)
         p = np.exp(s - np.max(s, axis=-1, keepdims=True))
         p = p / np.sum(p, axis=-1, keepdims=True)
+        if sinks is not None:
+            p = p[..., :-1]
         out[..., :, h, :] = np.matmul(p, v[..., :, kvh, :])
     return out
 
@@ -742,6 +749,22 @@ def gen_attention():
         cases.append(
             case(f"attention/{label}", "attention", {"q": sq, "k": sk, "v": sv},
                  attention_ref(qv, kv, vv, scale, q_start, window, softcap), params, **extra)
+        )
+    # Attention sinks (f32, as models store them): prefill with GQA and a window, decode.
+    for label, tq, tk, hq, hkv, d, q_start, window in (
+        ("sinks_gqa_window3", 5, 5, 4, 2, 4, 0, 3),
+        ("sinks_decode", 1, 6, 2, 1, 8, 5, None),
+    ):
+        scale = float(np.float32(1.0 / math.sqrt(d)))
+        q = r6(rng.normal(0.0, 1.0, (tq, hq, d)))
+        k = r6(rng.normal(0.0, 1.0, (tk, hkv, d)))
+        v = r6(rng.normal(0.0, 1.0, (tk, hkv, d)))
+        sinks = to_f32(r6(rng.normal(0.0, 2.0, (hq,))))
+        params = {"scale": scale, "q_start": q_start, "window": window, "softcap": None}
+        cases.append(
+            case(f"attention/{label}", "attention",
+                 {"q": inp(q)[0], "k": inp(k)[0], "v": inp(v)[0], "sinks": inp(sinks, "f32")[0]},
+                 attention_ref(q, k, v, scale, q_start, window, None, sinks), params)
         )
     write("attention", cases)
 
