@@ -34,6 +34,7 @@
 //! # Ok::<(), tempra_llm::LlmError>(())
 //! ```
 
+pub mod harmony;
 mod json_scan;
 mod message;
 mod output_grammar;

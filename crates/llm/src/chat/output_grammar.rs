@@ -2,7 +2,8 @@
 //! in the model's format for `tool_choice: "required"` or a named function (and, lazily,
 //! from a call's opening marker on for `"auto"`), optionally after a reasoning block.
 
-use crate::chat::tool_format::{THINK_CLOSE, THINK_OPEN, ToolFormat};
+use crate::chat::harmony;
+use crate::chat::tool_format::{HARMONY_CALL_OPEN, THINK_CLOSE, THINK_OPEN, ToolFormat};
 use crate::error::Result;
 use crate::grammar::Grammar;
 use crate::grammar::gbnf_writer::{GbnfWriter, literal, text_until};
@@ -46,6 +47,9 @@ pub enum Thinking {
     Optional,
     /// The prompt opened the block: the reply starts inside it and closes it.
     Open,
+    /// Harmony (gpt-oss): an optional analysis message first; the reply proper in the
+    /// final channel (tool calls: their commentary message).
+    Harmony,
 }
 
 /// The grammar of a reply that is `target`, after reasoning as `thinking` says.
@@ -82,6 +86,23 @@ pub fn output_grammar(target: OutputTarget<'_>, thinking: Thinking) -> Result<Gr
             let until = text_until(&mut w, THINK_CLOSE, "thought");
             format!("{until} [ \\n]{{0,3}} ")
         }
+        Thinking::Harmony => {
+            let until = text_until(&mut w, harmony::END, "analysis");
+            let open = format!("{}analysis{}", harmony::CHANNEL, harmony::MESSAGE);
+            let next = format!("{}assistant", harmony::START);
+            let analysis = w.rule(
+                "analysis",
+                format!("{} {until} {}", literal(&open), literal(&next)),
+            );
+            let final_channel = match target {
+                OutputTarget::ToolCalls { .. } => String::new(),
+                _ => format!(
+                    "{} ",
+                    literal(&format!("{}final{}", harmony::CHANNEL, harmony::MESSAGE))
+                ),
+            };
+            format!("{analysis}? {final_channel}")
+        }
     };
     w.define(&root, format!("{prefix}{body}"));
     Grammar::parse(&w.finish())
@@ -93,7 +114,50 @@ fn tool_calls(
     functions: &[FunctionSpec],
     parallel: bool,
 ) -> Result<String> {
+    let parallel = parallel && format.allows_parallel();
     let space = space_rule(w);
+    Ok(match format {
+        ToolFormat::Hermes => {
+            let any = json_call(w, format, functions, &space)?;
+            let one = w.rule(
+                "tool-call",
+                format!(
+                    "{} {space} {any} {}",
+                    literal("<tool_call>"),
+                    literal("</tool_call>")
+                ),
+            );
+            let one = w.rule("tool-call-block", format!("{one} {space}"));
+            if parallel { format!("{one}+") } else { one }
+        }
+        ToolFormat::Llama3 => {
+            let any = json_call(w, format, functions, &space)?;
+            format!("{}? {any}", literal("<|python_tag|>"))
+        }
+        ToolFormat::MistralNemo => {
+            let any = json_call(w, format, functions, &space)?;
+            let more = if parallel {
+                format!("( \",\" {space} {any} )*")
+            } else {
+                String::new()
+            };
+            format!(
+                "{} {space} \"[\" {space} {any} {more} \"]\" {space}",
+                literal("[TOOL_CALLS]")
+            )
+        }
+        ToolFormat::Harmony => harmony_call(w, functions)?,
+    })
+}
+
+/// A call of one of `functions` as the JSON object `format` writes (name, arguments
+/// and, where the format has them, an id).
+fn json_call(
+    w: &mut GbnfWriter,
+    format: ToolFormat,
+    functions: &[FunctionSpec],
+    space: &str,
+) -> Result<String> {
     let key = |k: &str| format!("{} {space} \":\" {space}", literal(&format!("\"{k}\"")));
     let mut alts = Vec::with_capacity(functions.len());
     for f in functions {
@@ -113,34 +177,27 @@ fn tool_calls(
         body.push_str(&format!(" \"}}\" {space}"));
         alts.push(w.rule(&format!("{}-call", f.name), body));
     }
-    let any = w.rule("call", alts.join(" | "));
-    let parallel = parallel && format.allows_parallel();
-    Ok(match format {
-        ToolFormat::Hermes => {
-            let one = w.rule(
-                "tool-call",
-                format!(
-                    "{} {space} {any} {}",
-                    literal("<tool_call>"),
-                    literal("</tool_call>")
-                ),
-            );
-            let one = w.rule("tool-call-block", format!("{one} {space}"));
-            if parallel { format!("{one}+") } else { one }
-        }
-        ToolFormat::Llama3 => format!("{}? {any}", literal("<|python_tag|>")),
-        ToolFormat::MistralNemo => {
-            let more = if parallel {
-                format!("( \",\" {space} {any} )*")
-            } else {
-                String::new()
-            };
-            format!(
-                "{} {space} \"[\" {space} {any} {more} \"]\" {space}",
-                literal("[TOOL_CALLS]")
-            )
-        }
-    })
+    Ok(w.rule("call", alts.join(" | ")))
+}
+
+/// A harmony call of one of `functions`: the commentary message to the function with
+/// its arguments as the body (it ends the generation, so there is one).
+fn harmony_call(w: &mut GbnfWriter, functions: &[FunctionSpec]) -> Result<String> {
+    let mut alts = Vec::with_capacity(functions.len());
+    for f in functions {
+        let args = schema_rule(w, &f.parameters, &format!("{}-args", f.name))?;
+        let open = format!(
+            "{HARMONY_CALL_OPEN}{} {}json{}",
+            f.name,
+            harmony::CONSTRAIN,
+            harmony::MESSAGE
+        );
+        alts.push(w.rule(
+            &format!("{}-call", f.name),
+            format!("{} {args}", literal(&open)),
+        ));
+    }
+    Ok(w.rule("call", alts.join(" | ")))
 }
 
 #[cfg(test)]
@@ -154,14 +211,20 @@ mod tests {
     use crate::testing::SyntheticVocab;
     use crate::tokenizer::Vocabulary;
 
-    #[test]
-    fn tool_call_outputs_parse_into_valid_calls() {
+    /// A synthetic vocabulary of 1500 tokens and its trie (no preserved tokens).
+    fn synthetic_vocab() -> (Vocabulary, Arc<TokenTrie>) {
         let mut md = crate::gguf::Metadata::new();
         SyntheticVocab::new(1500)
             .expect("vocab")
             .write_metadata(&mut md);
         let vocab = Vocabulary::from_gguf(&md).expect("vocab");
         let trie = Arc::new(TokenTrie::new(&vocab, &[]));
+        (vocab, trie)
+    }
+
+    #[test]
+    fn tool_call_outputs_parse_into_valid_calls() {
+        let (vocab, trie) = synthetic_vocab();
         let functions = vec![
             FunctionSpec {
                 name: "get_weather".into(),
@@ -179,12 +242,23 @@ mod tests {
             ToolFormat::Hermes,
             ToolFormat::Llama3,
             ToolFormat::MistralNemo,
+            ToolFormat::Harmony,
         ] {
-            for (thinking, parallel) in [
-                (Thinking::No, true),
-                (Thinking::Optional, false),
-                (Thinking::Open, true),
-            ] {
+            let harmony = format == ToolFormat::Harmony;
+            let thinkings = if harmony {
+                [
+                    (Thinking::No, true),
+                    (Thinking::Harmony, true),
+                    (Thinking::Harmony, false),
+                ]
+            } else {
+                [
+                    (Thinking::No, true),
+                    (Thinking::Optional, false),
+                    (Thinking::Open, true),
+                ]
+            };
+            for (thinking, parallel) in thinkings {
                 let target = OutputTarget::ToolCalls {
                     format,
                     functions: &functions,
@@ -193,8 +267,9 @@ mod tests {
                 let grammar = output_grammar(target, thinking).expect("grammar");
                 let parser = ReplyParser {
                     tools: Some(format),
-                    reasoning: thinking != Thinking::No,
+                    reasoning: !harmony && thinking != Thinking::No,
                     open_reasoning: thinking == Thinking::Open,
+                    harmony,
                 };
                 for seed in 0..6 {
                     let mut c =
@@ -208,6 +283,7 @@ mod tests {
                         "{format:?} {thinking:?}: {text:?} -> {reply:?}"
                     );
                     assert!(parallel || reply.calls.len() == 1, "{text:?}");
+                    assert!(!harmony || reply.calls.len() == 1, "{text:?}");
                     assert!(reply.content.is_empty(), "{text:?} -> {reply:?}");
                     for call in &reply.calls {
                         assert!(call.complete);
@@ -229,5 +305,30 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn harmony_json_replies_go_in_the_final_channel() {
+        let (vocab, trie) = synthetic_vocab();
+        let grammar = output_grammar(OutputTarget::JsonObject, Thinking::Harmony).expect("grammar");
+        let parser = ReplyParser {
+            tools: None,
+            reasoning: false,
+            open_reasoning: false,
+            harmony: true,
+        };
+        let mut with_analysis = 0;
+        for seed in 0..8 {
+            let mut c = GrammarConstraint::new(&grammar, Arc::clone(&trie)).expect("constraint");
+            let budget = c.min_tokens().expect("finishable") + 20 + seed as usize * 8;
+            let text = String::from_utf8(random_walk(&mut c, &vocab, seed, budget)).expect("utf-8");
+            assert!(text.contains("<|channel|>final<|message|>"), "{text:?}");
+            with_analysis += usize::from(text.starts_with("<|channel|>analysis"));
+            let reply = parser.parse(&text, true);
+            let value: serde_json::Value = serde_json::from_str(&reply.content)
+                .unwrap_or_else(|e| panic!("{e}: {text:?} -> {reply:?}"));
+            assert!(value.is_object() && reply.calls.is_empty(), "{text:?}");
+        }
+        eprintln!("{with_analysis} of 8 walks wrote an analysis message first");
     }
 }

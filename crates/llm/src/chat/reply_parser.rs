@@ -9,6 +9,7 @@
 //! name is complete, and its arguments stream as the raw JSON text the model writes.
 //! Reasoning and content are trimmed of surrounding whitespace.
 
+use crate::chat::harmony;
 use crate::chat::json_scan::{self, Scan};
 use crate::chat::tool_format::{THINK_CLOSE, THINK_OPEN, ToolFormat};
 
@@ -21,6 +22,11 @@ pub struct ReplyParser {
     pub reasoning: bool,
     /// Whether the prompt opened the block (the reply starts inside it).
     pub open_reasoning: bool,
+    /// Whether the reply is harmony messages (gpt-oss): the analysis channel is the
+    /// reasoning, the final channel the content and, with `tools` Harmony, commentary
+    /// messages to a function the calls (see [`crate::chat::harmony`]); `reasoning` and
+    /// `open_reasoning` do not apply.
+    pub harmony: bool,
 }
 
 /// A reply, split.
@@ -48,7 +54,7 @@ pub struct ParsedCall {
 }
 
 /// `text` without the longest end that is a proper prefix of `marker`.
-fn hold_marker<'t>(text: &'t str, marker: &str) -> &'t str {
+pub(crate) fn hold_marker<'t>(text: &'t str, marker: &str) -> &'t str {
     for len in (1..marker.len()).rev() {
         if text.len() >= len
             && text.is_char_boundary(text.len() - len)
@@ -63,6 +69,9 @@ fn hold_marker<'t>(text: &'t str, marker: &str) -> &'t str {
 impl ReplyParser {
     /// Splits `text`, the reply so far (`done`: all of it).
     pub fn parse(&self, text: &str, done: bool) -> ParsedReply {
+        if self.harmony {
+            return harmony::parse(text, done, self.tools == Some(ToolFormat::Harmony));
+        }
         let mut out = ParsedReply::default();
         let mut body_start = 0;
         if self.reasoning {
@@ -103,6 +112,8 @@ impl ReplyParser {
             }
             Some(ToolFormat::MistralNemo) => self.array(body, done, &mut out),
             Some(ToolFormat::Llama3) => self.llama(body, done, &mut out),
+            // Harmony replies are parsed whole above; as a plain format it has no calls.
+            Some(ToolFormat::Harmony) => out.content = body.trim().to_owned(),
         }
         out
     }
@@ -322,6 +333,7 @@ mod tests {
             tools,
             reasoning,
             open_reasoning: false,
+            harmony: false,
         }
     }
 
@@ -389,6 +401,73 @@ mod tests {
         assert_eq!(r.content, "{\"answer\": 42}");
         let r = check_prefixes(&p, "Just text.");
         assert_eq!(r.content, "Just text.");
+    }
+
+    #[test]
+    fn harmony_channels_and_calls() {
+        let p = ReplyParser {
+            harmony: true,
+            ..parser(Some(ToolFormat::Harmony), false)
+        };
+        // Reasoning, a preamble, then a call with the channel first (the grammar's order).
+        let text = "<|channel|>analysis<|message|>Need the weather.<|end|>\
+                    <|start|>assistant<|channel|>commentary<|message|>Checking.<|end|>\
+                    <|start|>assistant<|channel|>commentary to=functions.get_weather \
+                    <|constrain|>json<|message|>{\"city\": \"Paris <|x\"}<|call|>";
+        let r = check_prefixes(&p, text);
+        assert_eq!(r.reasoning, "Need the weather.");
+        assert_eq!(r.content, "Checking.");
+        assert_eq!(r.calls.len(), 1);
+        assert_eq!(r.calls[0].name, "get_weather");
+        assert_eq!(r.calls[0].arguments, "{\"city\": \"Paris <|x\"}");
+        assert!(r.calls[0].complete);
+        // The recipient before the channel, as the template renders calls.
+        let r = check_prefixes(
+            &p,
+            " to=functions.f<|channel|>commentary json<|message|>{\"a\": 1}<|call|>",
+        );
+        assert_eq!(
+            (r.calls[0].name.as_str(), r.calls[0].arguments.as_str()),
+            ("f", "{\"a\": 1}")
+        );
+        // Two analysis messages and a final answer ended by <|return|>.
+        let r = check_prefixes(
+            &p,
+            "<|channel|>analysis<|message|>One.<|end|><|start|>assistant<|channel|>analysis\
+             <|message|>Two.<|end|><|start|>assistant<|channel|>final<|message|>Answer.<|return|>",
+        );
+        assert_eq!(
+            (r.reasoning.as_str(), r.content.as_str()),
+            ("One.\nTwo.", "Answer.")
+        );
+        assert!(r.calls.is_empty());
+        // A call cut short stays a call, incomplete.
+        let r = check_prefixes(
+            &p,
+            "<|channel|>commentary to=functions.f <|constrain|>json<|message|>{\"a\": [1,",
+        );
+        assert!(!r.calls[0].complete);
+        assert_eq!(r.calls[0].arguments, "{\"a\": [1,");
+        // The generation's end token `<|call|>` is not text: whole arguments complete it.
+        let r = check_prefixes(
+            &p,
+            "<|channel|>commentary to=functions.f <|constrain|>json<|message|>{\"a\": [1]}",
+        );
+        assert!(r.calls[0].complete);
+        // Without tools a call's body is content; a reply without headers is content.
+        let no_tools = ReplyParser { tools: None, ..p };
+        let r = check_prefixes(
+            &no_tools,
+            "<|channel|>commentary to=functions.f <|constrain|>json<|message|>{}<|call|>",
+        );
+        assert_eq!((r.content.as_str(), r.calls.len()), ("{}", 0));
+        let r = check_prefixes(&no_tools, "  Plain text, no channel.  ");
+        assert_eq!(r.content, "Plain text, no channel.");
+        let r = check_prefixes(
+            &no_tools,
+            "Hi<|start|>assistant<|channel|>final<|message|>There.",
+        );
+        assert_eq!(r.content, "Hi\nThere.");
     }
 
     #[test]

@@ -7,7 +7,10 @@
 //! - Llama 3.x: a JSON object `{"name": "f", "parameters": {...}}` as the whole reply
 //!   (optionally after `<|python_tag|>`), one call.
 //! - Mistral Nemo: `[TOOL_CALLS][{"name": "f", "arguments": {...}, "id": "abcdef123"}]`.
+//! - Harmony (gpt-oss): `<|channel|>commentary to=functions.f <|constrain|>json<|message|>
+//!   {...}<|call|>`, one call per generation.
 
+use crate::chat::harmony;
 use crate::grammar::Trigger;
 
 /// A model family's tool-call syntax.
@@ -20,7 +23,14 @@ pub enum ToolFormat {
     Llama3,
     /// `[TOOL_CALLS]` and a JSON array of `{"name", "arguments", "id"}`.
     MistralNemo,
+    /// Harmony (gpt-oss): a commentary message addressed `to=functions.NAME` with the
+    /// arguments as its body (see [`crate::chat::harmony`]).
+    Harmony,
 }
+
+/// How a harmony call opens (the canonical order: channel, then recipient): the
+/// trigger of a lazy call grammar.
+pub(crate) const HARMONY_CALL_OPEN: &str = "<|channel|>commentary to=functions.";
 
 /// The tag that opens a reasoning block.
 pub const THINK_OPEN: &str = "<think>";
@@ -31,7 +41,9 @@ impl ToolFormat {
     /// The format of a template that renders tool calls, from its source; `None` for
     /// templates that do not.
     pub fn detect(template_source: &str) -> Option<ToolFormat> {
-        if template_source.contains("[TOOL_CALLS]") {
+        if template_source.contains(harmony::CHANNEL) {
+            Some(ToolFormat::Harmony)
+        } else if template_source.contains("[TOOL_CALLS]") {
             Some(ToolFormat::MistralNemo)
         } else if template_source.contains("<tool_call>") {
             Some(ToolFormat::Hermes)
@@ -52,6 +64,7 @@ impl ToolFormat {
             ToolFormat::Hermes => &["<tool_call>", "</tool_call>"],
             ToolFormat::Llama3 => &["<|python_tag|>"],
             ToolFormat::MistralNemo => &["[TOOL_CALLS]"],
+            ToolFormat::Harmony => &harmony::MARKERS,
         }
     }
 
@@ -65,12 +78,14 @@ impl ToolFormat {
                 Trigger::Start(b"{".to_vec()),
             ],
             ToolFormat::MistralNemo => vec![Trigger::Word(b"[TOOL_CALLS]".to_vec())],
+            ToolFormat::Harmony => vec![Trigger::Word(HARMONY_CALL_OPEN.as_bytes().to_vec())],
         }
     }
 
     /// Whether the format has room for several calls in one reply.
     pub fn allows_parallel(self) -> bool {
-        !matches!(self, ToolFormat::Llama3)
+        // A harmony call ends the generation (`<|call|>`).
+        !matches!(self, ToolFormat::Llama3 | ToolFormat::Harmony)
     }
 
     /// The key of the arguments object in a call.
@@ -134,6 +149,11 @@ mod tests {
             Some(ToolFormat::MistralNemo)
         );
         assert_eq!(ToolFormat::detect(&read("llama2.jinja")), None);
+        assert_eq!(
+            ToolFormat::detect(&read("gpt-oss.jinja")),
+            Some(ToolFormat::Harmony)
+        );
+        assert!(!has_reasoning_tags(&read("gpt-oss.jinja")));
         assert!(has_reasoning_tags(&read("qwen3.jinja")));
         assert!(!has_reasoning_tags(&read("qwen2.5-tools.jinja")));
         assert!(opens_reasoning("<|im_start|>assistant\n<think>\n"));

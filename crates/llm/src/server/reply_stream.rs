@@ -155,6 +155,7 @@ mod tests {
             tools: Some(ToolFormat::Hermes),
             reasoning: true,
             open_reasoning: false,
+            harmony: false,
         };
         let text = "<think>Plan.</think>\nOk.\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": [1, 2]}}\n</tool_call>";
         let mut stream = ReplyStream::new(parser, Some(ToolFormat::Hermes), "chatcmpl-7");

@@ -226,6 +226,9 @@ pub(crate) struct ChatContext<'a> {
 impl ChatContext<'_> {
     /// How reasoning precedes a constrained reply.
     fn thinking(&self) -> Thinking {
+        if self.tool_format == Some(ToolFormat::Harmony) {
+            return Thinking::Harmony;
+        }
         let off = self
             .kwargs
             .iter()
@@ -252,11 +255,14 @@ pub(crate) fn output_plan(
     let calls = tools.filter(|t| t.choice != ToolChoice::None);
     if let Some(chat) = chat {
         plan.tool_format = calls.and(chat.tool_format);
-        if chat.reasoning || plan.tool_format.is_some() {
+        // A harmony reply is always messages in channels, tools or not.
+        let harmony = chat.tool_format == Some(ToolFormat::Harmony);
+        if chat.reasoning || plan.tool_format.is_some() || harmony {
             plan.parser = Some(ReplyParser {
                 tools: plan.tool_format,
                 reasoning: chat.reasoning,
                 open_reasoning: chat.reasoning && opens_reasoning(chat.prompt),
+                harmony,
             });
         }
     }

@@ -1,6 +1,6 @@
 //! Structured output through the server: `response_format` (JSON schema, JSON object),
 //! `grammar`, tools with `tool_choice` (required, named, auto) in the Hermes (ChatML
-//! fallback) and Mistral formats, reasoning split from content, streamed and not, and a
+//! fallback), Mistral and harmony (gpt-oss) formats, reasoning split from content, streamed and not, and a
 //! 400 naming the field for every kind of bad input.
 
 use serde_json::{Value, json};
@@ -134,7 +134,8 @@ fn weather_tools() -> Value {
         {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city",
          "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20},
           "unit": {"enum": ["c", "f"]}}, "required": ["city", "unit"], "additionalProperties": false}}},
-        {"type": "function", "function": {"name": "search", "parameters": {"type": "object",
+        {"type": "function", "function": {"name": "search", "description": "Search the web",
+          "parameters": {"type": "object",
           "properties": {"q": {"type": "string"}}, "required": ["q"], "additionalProperties": false}}}
     ])
 }
@@ -199,12 +200,18 @@ fn streamed_calls(r: &Reply) -> Vec<Value> {
 #[test]
 fn required_and_named_tool_choices_return_valid_calls() -> anyhow::Result<()> {
     let dir = model_file(LONG_CONTEXT)?;
-    let mistral = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data/chat_templates/mistral-nemo.jinja"),
-    )?;
-    for template in [None, Some(mistral)] {
-        let is_mistral = template.is_some();
+    let read = |name: &str| {
+        std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/data/chat_templates")
+                .join(name),
+        )
+    };
+    let (mistral, harmony) = (read("mistral-nemo.jinja")?, read("gpt-oss.jinja")?);
+    for template in [None, Some(mistral), Some(harmony)] {
+        let is_mistral = template
+            .as_deref()
+            .is_some_and(|t| t.contains("[TOOL_CALLS]"));
         let server = start(load(&dir, 2048)?, |c| {
             c.chat_template = template.map(|t| t.trim_end().to_owned())
         })?;
@@ -281,6 +288,55 @@ fn required_and_named_tool_choices_return_valid_calls() -> anyhow::Result<()> {
             "tools": weather_tools(), "max_tokens": 5});
         let r = chat(server.addr, &follow)?;
         assert_eq!(r.status, 200, "{}", r.body);
+    }
+    Ok(())
+}
+
+/// Harmony (gpt-oss's template): a JSON reply goes in the final channel after an
+/// optional analysis message, and the response carries it as the content, the analysis
+/// as the reasoning, streamed or not; the tool calls are checked with the other formats.
+#[test]
+fn harmony_json_replies_come_back_as_content() -> anyhow::Result<()> {
+    let dir = model_file(LONG_CONTEXT)?;
+    let harmony = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/chat_templates/gpt-oss.jinja"),
+    )?;
+    let server = start(load(&dir, 2048)?, |c| {
+        c.chat_template = Some(harmony.trim_end().to_owned())
+    })?;
+    let schema: Value = serde_json::from_str(PERSON)?;
+    let format =
+        json!({"type": "json_schema", "json_schema": {"name": "person", "schema": schema}});
+    let messages = json!([{"role": "user", "content": "Describe someone."}]);
+    for seed in 1..=3 {
+        let body = json!({"messages": messages, "response_format": format, "seed": seed,
+                          "max_tokens": 160, "temperature": 1.2});
+        let r = chat(server.addr, &body)?;
+        assert_eq!(r.status, 200, "{}", r.body);
+        let v = r.json()?;
+        let message = &v["choices"][0]["message"];
+        assert_eq!(v["choices"][0]["finish_reason"], "stop", "{v}");
+        let content = message["content"].as_str().expect("content");
+        assert!(!content.contains("<|"), "{content:?}");
+        check_person(
+            &serde_json::from_str(content).map_err(|e| anyhow::anyhow!("{e}: {content:?}"))?,
+        );
+        let mut stream = body.clone();
+        stream["stream"] = json!(true);
+        let r = chat(server.addr, &stream)?;
+        let delta = |key: &str| -> String {
+            chunks(&r)
+                .iter()
+                .filter_map(|c| c["choices"][0]["delta"][key].as_str().map(str::to_owned))
+                .collect()
+        };
+        assert_eq!(delta("content"), content, "seed {seed}");
+        assert_eq!(
+            delta("reasoning_content"),
+            message["reasoning_content"].as_str().unwrap_or(""),
+            "seed {seed}"
+        );
     }
     Ok(())
 }
