@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use tempra_llm::gguf::keys;
-use tempra_llm::model_config::{ModelConfig, RopeScalingKind};
+use tempra_llm::model_config::{ExpertGating, ModelConfig, RopeScalingKind};
 use tempra_llm::quantize::QuantType;
 use tempra_llm::{LlmError, ModelFile, ModelFormat};
 use tempra_tensor::{DType, RopeStyle};
@@ -147,13 +147,18 @@ fn hyperparameters(out: &mut String, c: &ModelConfig) -> anyhow::Result<()> {
     if let Some(moe) = &c.moe {
         writeln!(
             out,
-            "experts:        {} per block, {} used per token, FFN width {}{}",
+            "experts:        {} per block, {} used per token, FFN width {}{}{}",
             moe.expert_count,
             moe.experts_used,
             moe.expert_ffn_length,
             match moe.shared_ffn_length {
                 Some(w) => format!(", shared expert of width {w}"),
                 None => String::new(),
+            },
+            match moe.gating {
+                ExpertGating::Softmax => "",
+                ExpertGating::Sigmoid => ", sigmoid gating",
+                ExpertGating::SoftmaxChosen => ", softmax over the chosen experts",
             }
         )?;
     }
