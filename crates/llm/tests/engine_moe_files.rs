@@ -3,7 +3,9 @@
 //! not have, a missing expert tensor, a misshapen one, more experts used than exist, a
 //! missing `expert_used_count`, a shared expert without its down projection. The files
 //! are the random builder's Mixtral-form model (`ModelShape::TINY_MOE`) with one thing
-//! changed; a file left as it is loads and runs.
+//! changed; a file left as it is loads and runs. gpt-oss files (the transformers
+//! reference case's layout) are also refused for a missing or misshapen expert bias and
+//! for sinks of the wrong shape or dtype.
 
 use std::sync::Arc;
 
@@ -19,13 +21,21 @@ fn parts() -> (Metadata, Vec<TensorSpec>) {
     (spec.metadata().unwrap(), spec.f32_tensors().unwrap())
 }
 
-/// A GGUF of `metadata` and `tensors`, every value 0.01 (enough to load and run).
+/// A GGUF of `metadata` and `tensors` (F32 or F16), every value 0.01 (enough to load and
+/// run).
 fn file(metadata: &Metadata, tensors: Vec<TensorSpec>) -> ModelFile {
     let mut writer = GgufWriter::new(Vec::new(), metadata, tensors.clone()).unwrap();
     for t in &tensors {
-        let bytes: Vec<u8> = std::iter::repeat_n(0.01f32.to_le_bytes(), t.elem_count())
-            .flatten()
-            .collect();
+        let bytes: Vec<u8> = match t.dtype {
+            DType::F16 => {
+                std::iter::repeat_n(half::f16::from_f32(0.01).to_le_bytes(), t.elem_count())
+                    .flatten()
+                    .collect()
+            }
+            _ => std::iter::repeat_n(0.01f32.to_le_bytes(), t.elem_count())
+                .flatten()
+                .collect(),
+        };
         writer.write_data(&bytes).unwrap();
     }
     let bytes = writer.finish().unwrap();
@@ -122,4 +132,52 @@ fn a_shared_expert_without_its_down_projection_is_refused() {
     }
     let e = load_error(file(&metadata, tensors));
     assert!(e.contains("blk.0.ffn_down_shexp.weight"), "{e}");
+}
+
+/// The metadata and tensor list (all F32) of the gpt-oss reference case
+/// (`tests/data/hf/gpt-oss.gguf`): sinks, attention and expert biases.
+fn gpt_oss_parts() -> (Metadata, Vec<TensorSpec>) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hf/gpt-oss.gguf");
+    let source = ModelFile::open(path).unwrap();
+    let tensors = source
+        .tensor_infos()
+        .iter()
+        .map(|info| TensorSpec::new(info.name(), info.spec.shape, DType::F32))
+        .collect();
+    (source.metadata().clone(), tensors)
+}
+
+#[test]
+fn gpt_oss_files_missing_a_bias_or_with_bad_sinks_are_refused_by_name() {
+    let (metadata, tensors) = gpt_oss_parts();
+    let model = Model::from_file(file(&metadata, tensors.clone()), &LoadOptions::default());
+    let mut session = model.unwrap().session().unwrap();
+    assert_eq!(session.prefill(&[1, 2, 3]).unwrap().dims(), [320]);
+    // The router has a bias: every expert stack must have one.
+    let mut missing = tensors.clone();
+    missing.retain(|t| t.name != "blk.1.ffn_up_exps.bias");
+    let e = load_error(file(&metadata, missing));
+    assert!(e.contains("blk.1.ffn_up_exps.bias"), "{e}");
+    let e = load_error(file(
+        &metadata,
+        reshaped(tensors.clone(), "blk.0.ffn_down_exps.bias", &[8, 32]),
+    ));
+    assert!(e.contains("blk.0.ffn_down_exps.bias"), "{e}");
+    // One sink per query head (4), in f32.
+    let e = load_error(file(
+        &metadata,
+        reshaped(tensors.clone(), "blk.0.attn_sinks.weight", &[3]),
+    ));
+    assert!(e.contains("blk.0.attn_sinks.weight"), "{e}");
+    let mut f16_sinks = tensors;
+    let sinks = f16_sinks
+        .iter_mut()
+        .find(|t| t.name == "blk.1.attn_sinks.weight")
+        .unwrap();
+    sinks.dtype = DType::F16;
+    let e = load_error(file(&metadata, f16_sinks));
+    assert!(
+        e.contains("blk.1.attn_sinks.weight") && e.contains("f32"),
+        "{e}"
+    );
 }
