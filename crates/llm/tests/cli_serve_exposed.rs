@@ -97,6 +97,28 @@ fn exit_status(child: &mut Child, deadline: Instant) -> std::process::ExitStatus
     }
 }
 
+/// A connection whose request body stops half way: a request in progress.
+fn half_sent_body(addr: SocketAddr) -> TcpStream {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .write_all(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"prompt\": ")
+        .unwrap();
+    stream
+}
+
+/// Waits until the server counts a half-sent request busy (the metrics request is the
+/// other busy connection).
+fn wait_until_busy(addr: SocketAddr) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while metric(addr, "tempra_http_connections_busy") < 2.0 {
+        assert!(
+            Instant::now() < deadline,
+            "the half-sent request never started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 #[test]
 fn sigterm_with_a_half_sent_request_exits_after_the_drain_timeout() {
     let dir = tempfile::tempdir().unwrap();
@@ -115,23 +137,12 @@ fn sigterm_with_a_half_sent_request_exits_after_the_drain_timeout() {
     ));
     let addr = server.addr;
     // A request whose body stops half way (in progress), and a head that stops half way.
-    let mut body_half = TcpStream::connect(addr).unwrap();
-    body_half
-        .write_all(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"prompt\": ")
-        .unwrap();
+    let mut body_half = half_sent_body(addr);
     let mut head_half = TcpStream::connect(addr).unwrap();
     head_half
         .write_all(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         .unwrap();
-    // Wait until the server counts the first one busy (the metrics request is the other).
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while metric(addr, "tempra_http_connections_busy") < 2.0 {
-        assert!(
-            Instant::now() < deadline,
-            "the half-sent request never started"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_until_busy(addr);
     let signalled = Instant::now();
     sigterm(&server.child);
     // Both are closed at the end of the drain without an answer: the request in
@@ -145,6 +156,33 @@ fn sigterm_with_a_half_sent_request_exits_after_the_drain_timeout() {
         "exited after {:?}, before the drain timeout",
         signalled.elapsed()
     );
+}
+
+/// A second signal cuts a drain short: with a request in progress and a drain timeout
+/// of a minute, the second SIGTERM ends the process at once.
+#[test]
+fn a_second_sigterm_cuts_the_drain_short() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = model_file(dir.path());
+    let mut server = serve(tempra_serve(
+        &model,
+        &["--drain-timeout", "60", "--body-timeout", "60"],
+    ));
+    let addr = server.addr;
+    let mut body_half = half_sent_body(addr);
+    wait_until_busy(addr);
+    sigterm(&server.child);
+    // Draining: the request in progress holds the process.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        server.child.try_wait().unwrap().is_none(),
+        "exited on the first signal with a request in progress"
+    );
+    let second = Instant::now();
+    sigterm(&server.child);
+    let status = exit_status(&mut server.child, second + Duration::from_secs(30));
+    assert!(status.success(), "{status:?}");
+    assert!(until_closed(&mut body_half).unwrap().is_empty());
 }
 
 #[test]

@@ -108,6 +108,7 @@ mod sse;
 mod state;
 mod stop_text;
 mod structured;
+mod termination;
 mod tracked_io;
 
 use std::time::Duration;
@@ -155,7 +156,10 @@ pub struct ServerConfig {
     pub chat_template: Option<String>,
     /// Threads of the HTTP runtime (the engine has its own).
     pub http_threads: usize,
-    /// Shut down on SIGINT/SIGTERM (the CLI); tests leave signals alone.
+    /// Shut down on SIGINT/SIGTERM (the CLI; a second signal cuts the drain short);
+    /// tests leave signals alone. The signals are counted from the server's start, or
+    /// from a [`LoadingServer::start_handling_signals`] before it, so none that comes in
+    /// between is lost.
     pub handle_signals: bool,
     /// A request head (request line and headers) must arrive within this time of the
     /// connection opening or of its first byte; otherwise the connection is closed.

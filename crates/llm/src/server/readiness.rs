@@ -47,7 +47,7 @@ use tokio::sync::oneshot;
 use crate::error::{LlmError, Result};
 use crate::server::admission::Admission;
 use crate::server::errors::ApiError;
-use crate::server::running::termination;
+use crate::server::termination;
 
 /// How long answering one connection may take (its request head and body arriving,
 /// the answer going out).
@@ -218,15 +218,18 @@ impl LoadingServer {
     /// when SIGINT (Ctrl-C) or SIGTERM arrives before
     /// [`LoadingServer::into_listener`]: `tempra serve` exits with status 0 there, since
     /// nothing has been served that a drain would finish. The responder keeps answering
-    /// if `on_termination` returns. From this call on the process no longer takes the
-    /// signals' default action (as with a [`Server`](crate::server::Server) started
-    /// with `handle_signals`).
+    /// if `on_termination` returns; the signal stays counted, so a
+    /// [`Server`](crate::server::Server) started later with `handle_signals` drains at
+    /// once. From this call on the process no longer takes the signals' default action,
+    /// and a signal that arrives after the socket is handed back is not lost: that
+    /// server sees it.
     ///
     /// Errors: as [`LoadingServer::start`].
     pub fn start_handling_signals(
         listener: std::net::TcpListener,
         on_termination: impl FnOnce() + Send + 'static,
     ) -> Result<LoadingServer> {
+        termination::listen();
         LoadingServer::launch(listener, Some(Box::new(on_termination)))
     }
 
@@ -253,7 +256,7 @@ impl LoadingServer {
                     if let Some(on_termination) = on_termination {
                         // Dropped with the runtime once the socket is handed back.
                         tokio::spawn(async move {
-                            termination().await;
+                            termination::signals(1).await;
                             on_termination();
                         });
                     }

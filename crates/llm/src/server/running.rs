@@ -24,6 +24,7 @@ use crate::server::routes::router;
 use crate::server::scheduler::Scheduler;
 use crate::server::slot_board::SlotBoard;
 use crate::server::state::{AppState, unix_now};
+use crate::server::termination;
 use crate::server::{STANDARD_ROLES, ServerConfig};
 use crate::tokenizer::{TokenId, Vocabulary};
 
@@ -142,6 +143,11 @@ impl Server {
             drain_timeout: config.drain_timeout,
         };
         let handle_signals = config.handle_signals;
+        if handle_signals {
+            // Counted from here on (and from the loading responder's start, if it
+            // handled them): none is lost before the HTTP thread waits.
+            termination::listen();
+        }
         let http = std::thread::Builder::new()
             .name("tempra-http-main".into())
             .spawn(move || {
@@ -152,7 +158,7 @@ impl Server {
                         if handle_signals {
                             tokio::select! {
                                 _ = stopped => {}
-                                () = termination() => {}
+                                () = termination::signals(1) => {}
                             }
                         } else {
                             let _ = stopped.await;
@@ -161,7 +167,7 @@ impl Server {
                     // A second signal during the drain stops at once.
                     let cut_short = async move {
                         if handle_signals {
-                            termination().await;
+                            termination::signals(2).await;
                         } else {
                             std::future::pending::<()>().await;
                         }
@@ -281,29 +287,6 @@ fn model_pooling(model: &Model) -> Option<Pooling> {
     let key = format!("{}.pooling_type", model.config().arch.name());
     let value = model.file().metadata().get_u32(&key).ok()?;
     Pooling::from_gguf(u64::from(value))
-}
-
-/// Resolves on SIGINT or (on Unix) SIGTERM.
-pub(crate) async fn termination() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }
 
 /// The control tokens whose text the output must show: the tool-call markers of the
