@@ -530,7 +530,7 @@ fn causal_attention_gqa_window_softcap_offset() {
     let params = AttentionParams::causal(d, 0);
     let [cq, ck, cv] = [&q, &k, &v].map(|t| Var::constant(t.clone()));
     let out = ag
-        .attention_with_sinks(&cq, &ck, &cv, &sinks, &params)
+        .attention_with_sinks(&cq, &ck, &cv, Some(&sinks), &params)
         .unwrap();
     let plain = ag.attention(&cq, &ck, &cv, &params).unwrap();
     assert_eq!(out.dims(), plain.dims());
@@ -540,7 +540,7 @@ fn causal_attention_gqa_window_softcap_offset() {
     );
     let (q, k, v) = (Var::variable(q), Var::variable(k), Var::variable(v));
     let err = ag
-        .attention_with_sinks(&q, &k, &v, &sinks, &params)
+        .attention_with_sinks(&q, &k, &v, Some(&sinks), &params)
         .unwrap_err();
     assert!(
         matches!(

@@ -425,14 +425,13 @@ impl Backend for GpuBackend {
             return attention::attention(&self.ctx, q, k, v, sinks, params, out)
                 .map_err(|e| e.into_tensor_error("attention"));
         }
-        match sinks {
-            Some(s) => self.on_host("attention", &[q, k, v, s], &mut [out], |r, i, o| {
-                r.attention(&i[0], &i[1], &i[2], Some(&i[3]), params, &mut o[0])
-            }),
-            None => self.on_host("attention", &[q, k, v], &mut [out], |r, i, o| {
-                r.attention(&i[0], &i[1], &i[2], None, params, &mut o[0])
-            }),
-        }
+        let inputs: &[&Tensor] = match sinks {
+            Some(s) => &[q, k, v, s],
+            None => &[q, k, v],
+        };
+        self.on_host("attention", inputs, &mut [out], |r, i, o| {
+            r.attention(&i[0], &i[1], &i[2], i.get(3), params, &mut o[0])
+        })
     }
 
     /// Host fallback (a training op).

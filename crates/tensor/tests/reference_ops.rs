@@ -437,10 +437,7 @@ fn run_op(
                 softcap: p["softcap"].as_f64().map(|c| c as f32),
             };
             let (q, k, v) = (get(&inp, "q"), get(&inp, "k"), get(&inp, "v"));
-            match inp.get("sinks") {
-                Some(sinks) => ctx.attention_with_sinks(&q, &k, &v, sinks, &params)?,
-                None => ctx.attention(&q, &k, &v, &params)?,
-            }
+            ctx.attention_with_sinks(&q, &k, &v, inp.get("sinks"), &params)?
         }
         "contiguous" => {
             let out = ctx.contiguous(&get(&inp, "x"))?;

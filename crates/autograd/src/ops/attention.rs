@@ -75,26 +75,30 @@ impl Autograd {
         }))
     }
 
-    /// [`Self::attention`] with attention sinks `[Hq]` (see
-    /// [`tempra_tensor::ExecContext::attention_with_sinks`]). Inference-only: with a
-    /// tracked q, k or v it is [`AutogradError::NotDifferentiable`].
+    /// [`Self::attention`] with attention sinks `[Hq]` where given (see
+    /// [`tempra_tensor::ExecContext::attention_with_sinks`]); `None` is
+    /// [`Self::attention`]. Sinks are inference-only: with a tracked q, k or v it is
+    /// [`AutogradError::NotDifferentiable`].
     pub fn attention_with_sinks(
         &self,
         q: &Var,
         k: &Var,
         v: &Var,
-        sinks: &Tensor,
+        sinks: Option<&Tensor>,
         params: &AttentionParams,
     ) -> Result<Var> {
+        let Some(sinks) = sinks else {
+            return self.attention(q, k, v, params);
+        };
         if tracking(&[q, k, v]) {
             return Err(AutogradError::NotDifferentiable {
                 op: "attention",
                 what: "q, k or v of attention with sinks (inference-only)".into(),
             });
         }
-        let out = self
-            .ctx
-            .attention_with_sinks(&q.tensor, &k.tensor, &v.tensor, sinks, params)?;
+        let out =
+            self.ctx
+                .attention_with_sinks(&q.tensor, &k.tensor, &v.tensor, Some(sinks), params)?;
         Ok(Var::constant(out))
     }
 }

@@ -51,10 +51,11 @@ pub(crate) fn attention(
     if q.dtype() != DType::F32 || r < 3 || k.rank() != r || v.rank() != r {
         return Ok(Outcome::Delegate);
     }
+    let (tq, hq, d) = (q.dims()[r - 3], q.dims()[r - 2], q.dims()[r - 1]);
     // Sinks as an f32 slice per query head (a strided or non-f32 view: the reference).
     let sink_values = match sinks {
         Some(s) => match (input::<f32>(s), s.layout().contiguous_range()) {
-            (Some(values), Some(range)) if range.len() == hq_of(q) => match values.get(range) {
+            (Some(values), Some(range)) if range.len() == hq => match values.get(range) {
                 Some(values) => Some(values),
                 None => return Ok(Outcome::Delegate),
             },
@@ -62,7 +63,6 @@ pub(crate) fn attention(
         },
         None => None,
     };
-    let (tq, hq, d) = (q.dims()[r - 3], q.dims()[r - 2], q.dims()[r - 1]);
     let (tk, hkv, dv) = (k.dims()[r - 3], k.dims()[r - 2], v.dims()[r - 1]);
     let (ks, vs, qs) = (
         k.layout().strides(),
@@ -224,16 +224,22 @@ pub(crate) fn attention(
                 stride: vs[r - 3],
                 dim: dv,
             };
-            let row_sinks: [f32; WIDE_ROWS] = std::array::from_fn(|row| match sink_values {
-                Some(values) if row < n_rows => values[h0 + row % rows],
-                _ => f32::NEG_INFINITY,
+            // Each tile row's sink, only for a model that has them.
+            let row_sinks: Option<[f32; WIDE_ROWS]> = sink_values.map(|values| {
+                std::array::from_fn(|row| {
+                    if row < n_rows {
+                        values[h0 + row % rows]
+                    } else {
+                        f32::NEG_INFINITY
+                    }
+                })
             });
             let tile = Tile {
                 q: &qbuf[..n_rows * dp],
                 rows: n_rows,
                 keys: &keys[..n_rows],
                 softcap,
-                sinks: sink_values.map(|_| &row_sinks[..n_rows]),
+                sinks: row_sinks.as_ref().map(|s| &s[..n_rows]),
             };
             let dst = &mut tile_out[..n_rows * dv];
             match wide_scratch.as_mut() {
@@ -295,11 +301,6 @@ pub(crate) fn attention(
     });
     errors.finish()?;
     Ok(Outcome::Done)
-}
-
-/// The query heads of `q [.., Tq, Hq, D]`.
-fn hq_of(q: &Tensor) -> usize {
-    q.dims()[q.rank() - 2]
 }
 
 /// K or V as the kernels read it: f32, f16 or a 32-value block format (`None`: the

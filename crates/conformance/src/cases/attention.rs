@@ -272,7 +272,11 @@ pub(super) fn push(cases: &mut Vec<Case>) -> Result<()> {
             vec![q, k, v],
             move |c, i| {
                 Ok(vec![c.attention_with_sinks(
-                    &i[0], &i[1], &i[2], &sinks, &params,
+                    &i[0],
+                    &i[1],
+                    &i[2],
+                    Some(&sinks),
+                    &params,
                 )?])
             },
         ));

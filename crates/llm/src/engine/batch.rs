@@ -229,13 +229,8 @@ fn batch_forward(
                 let (keys, values) = cache.view(l, t)?;
                 let q_i = q.tensor().narrow(0, at, t)?;
                 let params = attention_params(config, l, start);
-                match &layer.sinks {
-                    Some(sinks) => {
-                        ctx.attention_with_sinks_into(&q_i, &keys, &values, sinks, &params, rows)?
-                    }
-                    None => ctx.attention_into(&q_i, &keys, &values, &params, rows)?,
-                }
-                Ok(())
+                let sinks = layer.sinks.as_ref();
+                Ok(ctx.attention_with_sinks_into(&q_i, &keys, &values, sinks, &params, rows)?)
             },
         )?;
         drop((q, k, v));

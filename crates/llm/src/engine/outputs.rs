@@ -324,18 +324,12 @@ impl<'a> Outputs<'a> {
         params: &AttentionParams,
     ) -> Result<Var> {
         if tracking(&[q, k, v]) {
-            return Ok(match sinks {
-                Some(s) => self.ag.attention_with_sinks(q, k, v, s, params)?,
-                None => self.ag.attention(q, k, v, params)?,
-            });
+            return Ok(self.ag.attention_with_sinks(q, k, v, sinks, params)?);
         }
         let (dims, rank) = with_last(q.dims(), v.dims()[v.rank() - 1]);
         self.write(slot, &dims[..rank], q.dtype(), |ctx, out| {
             let (q, k, v) = (q.tensor(), k.tensor(), v.tensor());
-            match sinks {
-                Some(s) => ctx.attention_with_sinks_into(q, k, v, s, params, out),
-                None => ctx.attention_into(q, k, v, params, out),
-            }
+            ctx.attention_with_sinks_into(q, k, v, sinks, params, out)
         })
     }
 

@@ -342,20 +342,21 @@ impl ExecContext {
             .map(drop)
     }
 
-    /// [`Self::attention`] with attention sinks: `sinks [Hq]` (F32 or q's dtype) holds
-    /// per query head one more logit that joins every row's softmax and carries no value
-    /// (gpt-oss), so a row's weights sum to less than one. Not scaled, capped or masked.
+    /// [`Self::attention`] with attention sinks where given: `sinks [Hq]` (F32 or q's
+    /// dtype) holds per query head one more logit that joins every row's softmax and
+    /// carries no value (gpt-oss), so a row's weights sum to less than one. Not scaled,
+    /// capped or masked. `None` is [`Self::attention`].
     pub fn attention_with_sinks(
         &self,
         q: &Tensor,
         k: &Tensor,
         v: &Tensor,
-        sinks: &Tensor,
+        sinks: Option<&Tensor>,
         params: &AttentionParams,
     ) -> Result<Tensor> {
         fresh(
             "attention",
-            self.attention_to(q, k, v, Some(sinks), params, Dest::Pool),
+            self.attention_to(q, k, v, sinks, params, Dest::Pool),
         )
     }
 
@@ -365,11 +366,11 @@ impl ExecContext {
         q: &Tensor,
         k: &Tensor,
         v: &Tensor,
-        sinks: &Tensor,
+        sinks: Option<&Tensor>,
         params: &AttentionParams,
         out: &mut Tensor,
     ) -> Result<()> {
-        self.attention_to(q, k, v, Some(sinks), params, Dest::Into(out))
+        self.attention_to(q, k, v, sinks, params, Dest::Into(out))
             .map(drop)
     }
 
