@@ -29,8 +29,10 @@ use crate::task_scratch::{self, TaskScratch};
 /// Minimum weight bytes per dot-form task.
 const MIN_DOT_TASK_BYTES: usize = 64 * 1024;
 
-/// Minimum multiply-adds per dot-form task (prefill splits finer than decode).
-const MIN_DOT_TASK_MACS: usize = 1 << 18;
+/// Minimum multiply-adds per dot-form task. Low enough that a decode row's small f32
+/// product (a mixture of experts' router, `[64, 1024]`) splits over the workers rather
+/// than holding the others idle; prefill rows meet it within a few columns.
+const MIN_DOT_TASK_MACS: usize = 1 << 15;
 
 /// Linear with F32 `x` and a float or block-quantized weight `w [N, K]`.
 pub(crate) fn linear(
