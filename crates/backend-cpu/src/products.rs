@@ -75,7 +75,7 @@ impl CpuBackend {
 
 impl Products<'_> {
     /// Whether `linear` over weights prepared in `layout` runs the integer products at
-    /// every row count (Q4_0, Q4_K, Q5_K, IQ4_NL, IQ4_XS, TQ1_0 and TQ2_0), rather than the dequantizing f32 GEMM from
+    /// every row count (Q4_0, Q4_K, Q5_K, IQ4_NL, IQ4_XS, MXFP4, TQ1_0 and TQ2_0), rather than the dequantizing f32 GEMM from
     /// [`Products::dequant_gemm_rows`] rows on. Q8_0 prefill is faster dequantized than
     /// through the VNNI product, whose horizontal sums per block column saturate the
     /// shuffle port at four rows; Q4_0 and Q4_K unpack twice the values per byte and are
@@ -90,6 +90,7 @@ impl Products<'_> {
                 | InterleavedLayout::Q5KR8
                 | InterleavedLayout::Iq4NlR8
                 | InterleavedLayout::Iq4XsR8
+                | InterleavedLayout::Mxfp4R8
                 | InterleavedLayout::Tq1_0R8
                 | InterleavedLayout::Tq2_0R8
         )

@@ -56,7 +56,7 @@ const XS_BLOCK: usize = 136;
 
 /// Writes row `r`'s 16 nibble bytes of one sub-block (`qs`) into its two runs at
 /// `base` of `record`.
-fn put_runs(r: usize, qs: &[u8], base: usize, record: &mut [u8]) {
+pub(super) fn put_runs(r: usize, qs: &[u8], base: usize, record: &mut [u8]) {
     for p in 0..2 {
         let at = base + 64 * p + 8 * r;
         record[at..at + 8].copy_from_slice(&qs[8 * p..8 * p + 8]);
@@ -64,7 +64,7 @@ fn put_runs(r: usize, qs: &[u8], base: usize, record: &mut [u8]) {
 }
 
 /// The inverse of [`put_runs`].
-fn get_runs(r: usize, record: &[u8], base: usize, qs: &mut [u8]) {
+pub(super) fn get_runs(r: usize, record: &[u8], base: usize, qs: &mut [u8]) {
     for p in 0..2 {
         let at = base + 64 * p + 8 * r;
         qs[8 * p..8 * p + 8].copy_from_slice(&record[at..at + 8]);

@@ -11,7 +11,8 @@
 //! layout is described in its module: `legacy` (Q4_0, Q8_0: the bytes only moved),
 //! `q4_k` and `q5_k` (the 6-bit scales and mins unpacked, 4 bytes more per row and
 //! block), `q6_k` (the bytes only moved), `iq4` (IQ4_NL: the bytes only moved; IQ4_XS:
-//! the 6-bit scales unpacked, 2 bytes more per row and block), `ternary` (TQ2_0: the
+//! the 6-bit scales unpacked, 2 bytes more per row and block), `mxfp4` (the bytes only
+//! moved, in IQ4_NL's runs), `ternary` (TQ2_0: the
 //! bytes only moved; TQ1_0: recoded as TQ2_0, 12 bytes more per row and block). Every
 //! record converts back to the format's blocks ([`deinterleave_rows`]: exactly the
 //! original bytes, TQ1_0's as ggml's quantizer packs its digits), so a prepared weight
@@ -19,6 +20,7 @@
 
 pub(crate) mod iq4;
 pub(crate) mod legacy;
+pub(crate) mod mxfp4;
 pub(crate) mod q4_k;
 pub(crate) mod q5_k;
 pub(crate) mod q6_k;
@@ -64,6 +66,9 @@ pub enum InterleavedLayout {
     /// row and super-block), each sub-block's quants in [`InterleavedLayout::Iq4NlR8`]'s
     /// runs.
     Iq4XsR8,
+    /// MXFP4 rows: the eight E8M0 exponents, then the quants in
+    /// [`InterleavedLayout::Iq4NlR8`]'s runs.
+    Mxfp4R8,
     /// TQ1_0 rows recoded as TQ2_0's 2-bit codes (66 bytes per row and super-block for
     /// TQ1_0's 54), in [`InterleavedLayout::Tq2_0R8`]'s record.
     Tq1_0R8,
@@ -74,7 +79,7 @@ pub enum InterleavedLayout {
 
 impl InterleavedLayout {
     /// Every layout, in the order of the kernel tables.
-    pub const ALL: [InterleavedLayout; 9] = [
+    pub const ALL: [InterleavedLayout; 10] = [
         InterleavedLayout::Q4_0R8,
         InterleavedLayout::Q8_0R8,
         InterleavedLayout::Q4KR8,
@@ -82,6 +87,7 @@ impl InterleavedLayout {
         InterleavedLayout::Q6KR8,
         InterleavedLayout::Iq4NlR8,
         InterleavedLayout::Iq4XsR8,
+        InterleavedLayout::Mxfp4R8,
         InterleavedLayout::Tq1_0R8,
         InterleavedLayout::Tq2_0R8,
     ];
@@ -96,6 +102,7 @@ impl InterleavedLayout {
             DType::Q6K => Some(InterleavedLayout::Q6KR8),
             DType::IQ4NL => Some(InterleavedLayout::Iq4NlR8),
             DType::IQ4XS => Some(InterleavedLayout::Iq4XsR8),
+            DType::MXFP4 => Some(InterleavedLayout::Mxfp4R8),
             DType::TQ1_0 => Some(InterleavedLayout::Tq1_0R8),
             DType::TQ2_0 => Some(InterleavedLayout::Tq2_0R8),
             _ => None,
@@ -112,6 +119,7 @@ impl InterleavedLayout {
             InterleavedLayout::Q6KR8 => DType::Q6K,
             InterleavedLayout::Iq4NlR8 => DType::IQ4NL,
             InterleavedLayout::Iq4XsR8 => DType::IQ4XS,
+            InterleavedLayout::Mxfp4R8 => DType::MXFP4,
             InterleavedLayout::Tq1_0R8 => DType::TQ1_0,
             InterleavedLayout::Tq2_0R8 => DType::TQ2_0,
         }
@@ -127,6 +135,7 @@ impl InterleavedLayout {
             InterleavedLayout::Q6KR8 => "q6_K_r8",
             InterleavedLayout::Iq4NlR8 => "iq4_nl_r8",
             InterleavedLayout::Iq4XsR8 => "iq4_xs_r8",
+            InterleavedLayout::Mxfp4R8 => "mxfp4_r8",
             InterleavedLayout::Tq1_0R8 => "tq1_0_r8",
             InterleavedLayout::Tq2_0R8 => "tq2_0_r8",
         }
@@ -140,6 +149,7 @@ impl InterleavedLayout {
             InterleavedLayout::Q6KR8 => q6_k::RECORD,
             InterleavedLayout::Iq4NlR8 => iq4::NL_RECORD,
             InterleavedLayout::Iq4XsR8 => iq4::XS_RECORD,
+            InterleavedLayout::Mxfp4R8 => mxfp4::RECORD,
             InterleavedLayout::Tq1_0R8 | InterleavedLayout::Tq2_0R8 => ternary::RECORD,
             other => ROW_GROUP * other.format().block_bytes(),
         }
@@ -186,6 +196,7 @@ impl InterleavedLayout {
             InterleavedLayout::Q6KR8 => (q6_k::put_block, q6_k::get_block),
             InterleavedLayout::Iq4NlR8 => (iq4::put_nl_block, iq4::get_nl_block),
             InterleavedLayout::Iq4XsR8 => (iq4::put_xs_block, iq4::get_xs_block),
+            InterleavedLayout::Mxfp4R8 => (mxfp4::put_block, mxfp4::get_block),
             InterleavedLayout::Tq1_0R8 => (ternary::put_tq1_block, ternary::get_tq1_block),
             InterleavedLayout::Tq2_0R8 => (ternary::put_tq2_block, ternary::get_tq2_block),
         }

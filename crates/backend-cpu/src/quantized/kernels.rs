@@ -33,7 +33,7 @@ pub(crate) struct ActRow {
 /// group (an [`InterleavedLayout`]) at `w`, `nb` records long, and `acts.len()` (1 up to
 /// its [`GroupKernel::rows`])
 /// activation rows of the format's partner ([`quant::vec_dot_dtype`]): Q8_0 for Q4_0R8,
-/// Q8_0R8 and Iq4NlR8, Q8_K for Q4KR8, Q5KR8, Q6KR8, Iq4XsR8, Tq1_0R8 and Tq2_0R8.
+/// Q8_0R8, Iq4NlR8 and Mxfp4R8, Q8_K for Q4KR8, Q5KR8, Q6KR8, Iq4XsR8, Tq1_0R8 and Tq2_0R8.
 ///
 /// Safety contract of every `GemmR8Fn`: the CPU has the features the table was built
 /// for; `w` points to `nb` readable records of the group (any alignment);
@@ -41,7 +41,7 @@ pub(crate) struct ActRow {
 /// `out.len() == acts.len()`; and each `acts[r]`, by the
 /// group's dtype:
 ///
-/// - Q4_0R8, Q8_0R8, Iq4NlR8: `blocks` points to `nb` readable Q8_0 blocks (any alignment),
+/// - Q4_0R8, Q8_0R8, Iq4NlR8, Mxfp4R8: `blocks` points to `nb` readable Q8_0 blocks (any alignment),
 ///   `scales` to `nb` readable, aligned f32s (block `b`'s scale `d` as f32) and `sums` to
 ///   `nb` readable, aligned i32s (block `b`'s `Σ qs`);
 /// - Q4KR8, Q5KR8, Q6KR8, Iq4XsR8, Tq1_0R8, Tq2_0R8: `blocks` points to `nb` readable Q8_K blocks (any alignment),
@@ -247,6 +247,10 @@ pub(crate) const SCALAR: QuantKernels = QuantKernels {
         },
         GroupKernel {
             product: scalar_gemm_r8::<quant::BlockIQ4XS>,
+            rows: MAX_GROUP_ROWS,
+        },
+        GroupKernel {
+            product: scalar_gemm_r8::<quant::BlockMXFP4>,
             rows: MAX_GROUP_ROWS,
         },
         GroupKernel {

@@ -195,7 +195,7 @@ fn table<I: IntDots>(isa: I) -> QuantKernels {
     // Eight-row GEMVs read the row-interleaved layouts only: over eight row-major rows
     // (eight streams) they were no faster than one-row dots from memory, while over the
     // interleaved layout (one stream) they read far faster than either.
-    // The IQ4 products hold eight activation rows in 512-bit registers.
+    // The IQ4 and MXFP4 products hold eight activation rows in 512-bit registers.
     let wide = isa.avx512_vnni().is_some();
     let groups: [GroupKernel; InterleavedLayout::ALL.len()] = [
         group_kernel::<I, il::LegacyGroup<il::Q4_0>>(false),
@@ -203,8 +203,9 @@ fn table<I: IntDots>(isa: I) -> QuantKernels {
         group_kernel::<I, q4_k::K4Group<q4_k::Q4K>>(false),
         group_kernel::<I, q4_k::K4Group<q4_k::Q5K>>(false),
         group_kernel::<I, q6_k::Q6KGroup>(false),
-        group_kernel::<I, iq4::Iq4NlGroup>(wide),
+        group_kernel::<I, iq4::NibbleGroup<iq4::Iq4NlRecord>>(wide),
         group_kernel::<I, iq4::Iq4XsGroup>(wide),
+        group_kernel::<I, iq4::NibbleGroup<iq4::Mxfp4Record>>(wide),
         group_kernel::<I, ternary::TernaryGroup>(false),
         group_kernel::<I, ternary::TernaryGroup>(false),
     ];

@@ -1,57 +1,156 @@
-//! The IQ4_NL and IQ4_XS group products (records in `crate::interleaved::iq4`). A run's
-//! quant bytes become the rows' levels by one byte shuffle through the codebook per
-//! nibble half, once per record for every activation row; each run then meets the
-//! activation's 8-byte run broadcast to every 64-bit lane, so a row's partial sums
-//! gather in its lane's two halves. No shuffle per activation row. With AVX-512 BW and
-//! VNNI, the 512-bit products of `iq4_wide.rs` run instead (a whole run per vector).
-//! Here, on 256-bit vectors (four rows per vector, two vectors per run), the two
-//! halves of each row are folded once per sub-block by one `hadd` and one permute, which
-//! leave the eight rows in order. Two arithmetics:
+//! The IQ4_NL, MXFP4 and IQ4_XS group products (records in `crate::interleaved::iq4` and
+//! `crate::interleaved::mxfp4`). A run's quant bytes become the rows' levels by one byte
+//! shuffle through the codebook per nibble half, once per record for every activation
+//! row; each run then meets the activation's 8-byte run broadcast to every 64-bit lane,
+//! so a row's partial sums gather in its lane's two halves. No shuffle per activation
+//! row. With AVX-512 BW and VNNI, the 512-bit products of `iq4_wide.rs` run instead (a
+//! whole run per vector). Here, on 256-bit vectors (four rows per vector, two vectors per
+//! run), the two halves of each row are folded once per sub-block by one `hadd` and one
+//! permute, which leave the eight rows in order. Two arithmetics:
 //!
-//! - VNNI: the codebook biased to unsigned bytes (`level + 128`, 1..=241), one
-//!   `vpdpbusd` per vector into i32 lanes, less `128 · Σ a` per sub-block (the
-//!   activation's sums: Q8_0's per-block sums, Q8_K's `bsums`).
+//! - VNNI: the codebook biased to unsigned bytes (`level + 128`), one `vpdpbusd` per
+//!   vector into i32 lanes, less `128 · Σ a` per sub-block (the activation's sums: Q8_0's
+//!   per-block sums, Q8_K's `bsums`).
 //! - AVX2: the signed levels; each product is `maddubs` of `|level|` with the activation
 //!   bytes given the levels' signs, then `madd` (a pair of products reaches at most
 //!   2 · 127 · 127, within 16 bits; two pairs would not be).
 //!
-//! The sub-block sums are exact integers; IQ4_NL scales each block's sums in f32 (one
-//! FMA per block, as Q4_0), IQ4_XS multiplies them by the rows' 6-bit scales in i32
-//! (`vpmulld`) and converts once per super-block (one FMA per 256 values).
+//! The sub-block sums are exact integers; IQ4_NL and MXFP4 scale each block's sums in
+//! f32 (one FMA per block, as Q4_0; MXFP4's E8M0 exponents become f32 scales exactly),
+//! IQ4_XS multiplies them by the rows' 6-bit scales in i32 (`vpmulld`) and converts once
+//! per super-block (one FMA per 256 values).
 
 use std::arch::x86_64::*;
 
+use tempra_tensor::quant::KVALUES_MXFP4;
 use tempra_tensor::quant::iq_grids::KVALUES_IQ4NL;
 
 use super::super::vectors::{prefetch_record, store_lanes};
 use super::super::{GroupProduct, IntDots, Q8K_BSUMS, Q8K_BYTES, Q8K_QS};
 use super::iq4_wide;
 use crate::interleaved::iq4::{D, NL_QS, NL_RECORD, SUB_BLOCK_RUNS, XS_QS, XS_RECORD, XS_SCALES};
+use crate::interleaved::mxfp4;
 use crate::quantized::kernels::ActRow;
+use crate::x86::Avx2;
 
 /// Bytes of a Q8_0 activation block.
 pub(super) const Q8_0_BYTES: usize = 34;
 
-/// IQ4_NL's codebook biased to unsigned bytes (`level + 128`) for `vpdpbusd`.
-pub(super) const BIASED_LEVELS: [i8; 16] = {
+/// `levels` biased to unsigned bytes (`level + 128`) for `vpdpbusd`.
+const fn biased(levels: &[i8; 16]) -> [i8; 16] {
     let mut biased = [0i8; 16];
     let mut i = 0;
     while i < 16 {
-        biased[i] = (KVALUES_IQ4NL[i] as i16 + 128) as u8 as i8;
+        biased[i] = (levels[i] as i16 + 128) as u8 as i8;
         i += 1;
     }
     biased
-};
+}
+
+/// IQ4_XS's codebook (IQ4_NL's), biased.
+const IQ4_BIASED: [i8; 16] = biased(&KVALUES_IQ4NL);
+
+/// A 32-value format whose records hold eight rows' blocks of 4-bit codebook indices in
+/// IQ4_NL's two runs after one scale per row: IQ4_NL (f16 `d`) and MXFP4 (E8M0 `e`).
+/// Both pair with Q8_0 activations.
+pub(in crate::quantized::x86) trait NibbleBlocks {
+    /// Bytes of one record.
+    const RECORD: usize;
+    /// Offset of the record's runs.
+    const QS: usize;
+    /// The signed levels the nibbles index.
+    const LEVELS: [i8; 16];
+    /// The levels biased to unsigned bytes.
+    const BIASED: [i8; 16];
+
+    /// The eight rows' scales of the record at `record` as f32, rows in order.
+    ///
+    /// # Safety
+    ///
+    /// A readable record at `record`.
+    unsafe fn scales(s: Avx2, record: *const u8) -> __m256;
+
+    /// Each row's scale in both 32-bit lanes of its pair of a 512-bit vector (the
+    /// products of `iq4_wide.rs`).
+    ///
+    /// # Safety
+    ///
+    /// A readable record at `record`; the CPU has AVX-512 F and BW (the caller is
+    /// compiled with them).
+    unsafe fn pair_scales(record: *const u8) -> __m512;
+}
+
+/// IQ4_NL's records: the rows' f16 `d`, then the runs.
+pub(in crate::quantized::x86) struct Iq4NlRecord;
+
+impl NibbleBlocks for Iq4NlRecord {
+    const RECORD: usize = NL_RECORD;
+    const QS: usize = NL_QS;
+    const LEVELS: [i8; 16] = KVALUES_IQ4NL;
+    const BIASED: [i8; 16] = IQ4_BIASED;
+
+    #[inline(always)]
+    unsafe fn scales(_: Avx2, record: *const u8) -> __m256 {
+        // SAFETY: the record's eight f16 scales; the token proves F16C.
+        unsafe { _mm256_cvtph_ps(_mm_loadu_si128(record.add(D) as *const __m128i)) }
+    }
+
+    #[inline(always)]
+    unsafe fn pair_scales(record: *const u8) -> __m512 {
+        // SAFETY: the caller's contract.
+        unsafe {
+            let d = _mm_loadu_si128(record.add(D) as *const __m128i);
+            _mm512_cvtph_ps(_mm256_set_m128i(
+                _mm_unpackhi_epi16(d, d),
+                _mm_unpacklo_epi16(d, d),
+            ))
+        }
+    }
+}
+
+/// MXFP4's records: the rows' E8M0 exponents, then the runs; the doubled E2M1 levels.
+pub(in crate::quantized::x86) struct Mxfp4Record;
+
+impl NibbleBlocks for Mxfp4Record {
+    const RECORD: usize = mxfp4::RECORD;
+    const QS: usize = mxfp4::QS;
+    const LEVELS: [i8; 16] = KVALUES_MXFP4;
+    const BIASED: [i8; 16] = biased(&KVALUES_MXFP4);
+
+    #[inline(always)]
+    unsafe fn scales(_: Avx2, record: *const u8) -> __m256 {
+        // SAFETY: the record's eight exponent bytes; the token proves AVX2.
+        unsafe {
+            let e = _mm256_cvtepu8_epi32(_mm_loadl_epi64(record.add(mxfp4::E) as *const __m128i));
+            // `e8m0_to_f32_half`'s bits: `(e − 1) << 23` from e = 2 on, else the
+            // subnormal `0x0020_0000 << e`.
+            let normal = _mm256_slli_epi32::<23>(_mm256_sub_epi32(e, _mm256_set1_epi32(1)));
+            let tiny = _mm256_sllv_epi32(_mm256_set1_epi32(0x0020_0000), e);
+            let is_normal = _mm256_cmpgt_epi32(e, _mm256_set1_epi32(1));
+            _mm256_castsi256_ps(_mm256_blendv_epi8(tiny, normal, is_normal))
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn pair_scales(record: *const u8) -> __m512 {
+        // SAFETY: the caller's contract.
+        unsafe {
+            let e = _mm_loadl_epi64(record.add(mxfp4::E) as *const __m128i);
+            let e = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(e, e));
+            // As `scales`, on sixteen lanes.
+            let normal = _mm512_slli_epi32::<23>(_mm512_sub_epi32(e, _mm512_set1_epi32(1)));
+            let tiny = _mm512_sllv_epi32(_mm512_set1_epi32(0x0020_0000), e);
+            let is_normal = _mm512_cmpgt_epi32_mask(e, _mm512_set1_epi32(1));
+            _mm512_castsi512_ps(_mm512_mask_blend_epi32(is_normal, tiny, normal))
+        }
+    }
+}
 
 /// The codebook a run's nibbles index, in both 128-bit halves (for `pshufb`): biased
 /// for VNNI, signed for AVX2.
 #[inline(always)]
-fn codebook<I: IntDots>(_: I) -> __m256i {
-    let levels = if I::VNNI {
-        &BIASED_LEVELS
-    } else {
-        &KVALUES_IQ4NL
-    };
+fn codebook<I: IntDots>(_: I, levels: &[i8; 16], biased: &[i8; 16]) -> __m256i {
+    let levels = if I::VNNI { biased } else { levels };
     // SAFETY: every token proves AVX2; 16 readable bytes.
     unsafe { _mm256_broadcastsi128_si256(_mm_loadu_si128(levels.as_ptr() as *const __m128i)) }
 }
@@ -134,11 +233,11 @@ fn unbiased<I: IntDots>(_: I, sums: __m256i, a_sum: i32) -> __m256i {
     }
 }
 
-/// The IQ4_NL group product (against Q8_0 activation rows with their block scales and
-/// sums).
-pub(in crate::quantized::x86) struct Iq4NlGroup;
+/// The IQ4_NL or MXFP4 group product (against Q8_0 activation rows with their block
+/// scales and sums).
+pub(in crate::quantized::x86) struct NibbleGroup<F>(std::marker::PhantomData<F>);
 
-impl GroupProduct for Iq4NlGroup {
+impl<F: NibbleBlocks> GroupProduct for NibbleGroup<F> {
     #[inline(always)]
     unsafe fn product<I: IntDots, const R: usize>(
         isa: I,
@@ -149,27 +248,27 @@ impl GroupProduct for Iq4NlGroup {
     ) {
         if let Some(wide) = isa.avx512_vnni() {
             // SAFETY: the caller's contract; the token proves AVX-512 BW and VNNI.
-            return unsafe { iq4_wide::nl_product::<R>(wide, nb, w, acts, out) };
+            return unsafe { iq4_wide::nibble_product::<F, R>(wide, nb, w, acts, out) };
         }
         let s = isa.avx2();
-        let book = codebook(isa);
+        let book = codebook(isa, &F::LEVELS, &F::BIASED);
         // SAFETY: the token proves AVX.
         let mut acc = [unsafe { _mm256_setzero_ps() }; R];
         for b in 0..nb {
             // SAFETY: record `b < nb` of the group (the `GemmR8Fn` contract).
-            let record = unsafe { w.add(b * NL_RECORD) };
-            prefetch_record(s, record, NL_RECORD.div_ceil(64));
+            let record = unsafe { w.add(b * F::RECORD) };
+            prefetch_record(s, record, F::RECORD.div_ceil(64));
             let mut a = [std::ptr::null::<u8>(); R];
             for (r, a) in a.iter_mut().enumerate() {
                 // SAFETY: block `b` of each activation row (the contract).
                 *a = unsafe { acts.get_unchecked(r).blocks.add(b * Q8_0_BYTES + 2) };
             }
             // SAFETY: the record's runs and the blocks' quants are readable (above).
-            let sums = unsafe { sub_block_sums(isa, book, record.add(NL_QS), &a) };
+            let sums = unsafe { sub_block_sums(isa, book, record.add(F::QS), &a) };
             // SAFETY: the record's scales, and block `b`'s scale and sum of each row (the
-            // contract); the token proves AVX2, FMA and F16C.
+            // contract); the token proves AVX2 and FMA.
             unsafe {
-                let d = _mm256_cvtph_ps(_mm_loadu_si128(record.add(D) as *const __m128i));
+                let d = F::scales(s, record);
                 for r in 0..R {
                     let act = acts.get_unchecked(r);
                     let sums = unbiased(isa, sums[r], *act.sums.add(b));
@@ -200,7 +299,7 @@ impl GroupProduct for Iq4XsGroup {
             return unsafe { iq4_wide::xs_product::<R>(wide, nb, w, acts, out) };
         }
         let s = isa.avx2();
-        let book = codebook(isa);
+        let book = codebook(isa, &KVALUES_IQ4NL, &IQ4_BIASED);
         // SAFETY: the token proves AVX.
         let mut acc = [unsafe { _mm256_setzero_ps() }; R];
         for b in 0..nb {
@@ -254,5 +353,60 @@ impl GroupProduct for Iq4XsGroup {
             }
         }
         store_lanes(s, &acc, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tempra_tensor::quant::e8m0_to_f32_half;
+
+    use super::*;
+    use crate::isa::{Isa, Level};
+
+    /// MXFP4's record scales on 256-bit vectors and in 512-bit pairs: every exponent the
+    /// format can hold (the subnormal ones too) as `e8m0_to_f32_half` makes it, bit for
+    /// bit.
+    #[test]
+    fn mxfp4_scales_are_e8m0_exactly() {
+        if Level::new(Isa::Avx2).is_none() {
+            eprintln!("skipped: this CPU has no AVX2");
+            return;
+        }
+        // SAFETY: the level proves AVX2, FMA and F16C.
+        let s = unsafe { Avx2::new_unchecked() };
+        let wide = Level::new(Isa::Avx512).is_some();
+        for first in (0..256).step_by(8) {
+            let mut record = [0u8; mxfp4::RECORD];
+            for r in 0..8 {
+                record[mxfp4::E + r] = (first + r) as u8;
+            }
+            let want: Vec<u32> = (0..8)
+                .map(|r| e8m0_to_f32_half((first + r) as u8).to_bits())
+                .collect();
+            let mut got = [0f32; 8];
+            // SAFETY: a whole record; the token proves AVX2.
+            unsafe { _mm256_storeu_ps(got.as_mut_ptr(), Mxfp4Record::scales(s, record.as_ptr())) };
+            assert_eq!(got.map(f32::to_bits).to_vec(), want, "exponents {first}..");
+            if wide {
+                // SAFETY: the level proves AVX-512 F and BW; a whole record.
+                let pairs = unsafe { wide_pairs(&record) };
+                let pairs: Vec<u32> = pairs.iter().map(|v| v.to_bits()).collect();
+                let doubled: Vec<u32> = want.iter().flat_map(|&b| [b, b]).collect();
+                assert_eq!(pairs, doubled, "pairs of exponents {first}..");
+            }
+        }
+    }
+
+    /// [`Mxfp4Record::pair_scales`] of `record`, stored.
+    ///
+    /// # Safety
+    ///
+    /// The CPU has AVX-512 F and BW.
+    #[target_feature(enable = "avx2,avx512f,avx512bw")]
+    unsafe fn wide_pairs(record: &[u8; mxfp4::RECORD]) -> [f32; 16] {
+        let mut out = [0f32; 16];
+        // SAFETY: a whole record; 16 writable f32s; the caller's features.
+        unsafe { _mm512_storeu_ps(out.as_mut_ptr(), Mxfp4Record::pair_scales(record.as_ptr())) };
+        out
     }
 }

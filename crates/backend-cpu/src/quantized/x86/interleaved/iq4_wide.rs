@@ -1,4 +1,4 @@
-//! The IQ4_NL and IQ4_XS group products on 512-bit vectors (AVX-512 BW and VNNI): one
+//! The IQ4_NL, MXFP4 and IQ4_XS group products on 512-bit vectors (AVX-512 BW and VNNI): one
 //! load holds a whole run of the record (eight rows, row `l` in 64-bit lane `l`), one
 //! byte shuffle per nibble half makes its levels (the codebook biased to unsigned bytes,
 //! `level + 128`), and one `vpdpbusd` per activation row multiplies it against the
@@ -20,8 +20,8 @@ use std::arch::x86_64::*;
 use super::super::int_dots::Vnni;
 use super::super::vectors::prefetch_record;
 use super::super::{IntDots, Q8K_BSUMS, Q8K_BYTES, Q8K_QS};
-use super::iq4::{BIASED_LEVELS, Q8_0_BYTES};
-use crate::interleaved::iq4::{D, NL_QS, NL_RECORD, SUB_BLOCK_RUNS, XS_QS, XS_RECORD, XS_SCALES};
+use super::iq4::{Iq4NlRecord, NibbleBlocks, Q8_0_BYTES};
+use crate::interleaved::iq4::{SUB_BLOCK_RUNS, XS_QS, XS_RECORD, XS_SCALES};
 use crate::quantized::kernels::ActRow;
 use crate::x86::Avx512;
 
@@ -81,28 +81,11 @@ fn bias_start(a_sum: i32) -> i64 {
     (a_sum.wrapping_mul(-128) as u32) as i64
 }
 
-/// The codebook, biased, in every 128-bit lane.
+/// The codebook `biased`, in every 128-bit lane.
 #[inline(always)]
-fn codebook() -> __m512i {
+fn codebook(biased: &[i8; 16]) -> __m512i {
     // SAFETY: 16 readable bytes; called only from functions compiled with AVX-512 F.
-    unsafe { _mm512_broadcast_i32x4(_mm_loadu_si128(BIASED_LEVELS.as_ptr() as *const __m128i)) }
-}
-
-/// The eight rows' `d` (f16 at `record`) as f32, each in both lanes of its row's pair.
-///
-/// # Safety
-///
-/// 16 readable bytes at `record`; the CPU has AVX-512 F (the caller is compiled with it).
-#[inline(always)]
-unsafe fn pair_scales(record: *const u8) -> __m512 {
-    // SAFETY: the caller's contract.
-    unsafe {
-        let d = _mm_loadu_si128(record.add(D) as *const __m128i);
-        _mm512_cvtph_ps(_mm256_set_m128i(
-            _mm_unpackhi_epi16(d, d),
-            _mm_unpacklo_epi16(d, d),
-        ))
-    }
+    unsafe { _mm512_broadcast_i32x4(_mm_loadu_si128(biased.as_ptr() as *const __m128i)) }
 }
 
 /// Writes each row's output: the two halves of its pair of lanes added.
@@ -118,28 +101,28 @@ fn store_pairs<const R: usize>(acc: &[__m512; R], out: &mut [[f32; 8]]) {
     }
 }
 
-/// The IQ4_NL group product on 512-bit vectors (see `iq4::Iq4NlGroup`).
+/// The IQ4_NL or MXFP4 group product on 512-bit vectors (see `iq4::NibbleGroup`).
 ///
 /// # Safety
 ///
-/// The `GemmR8Fn` contract for an IQ4_NL group with `acts.len() >= R` and
+/// The `GemmR8Fn` contract for a group of `F`'s records with `acts.len() >= R` and
 /// `out.len() >= R`.
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-pub(super) unsafe fn nl_product<const R: usize>(
+pub(super) unsafe fn nibble_product<F: NibbleBlocks, const R: usize>(
     isa: Vnni<Avx512>,
     nb: usize,
     w: *const u8,
     acts: &[ActRow],
     out: &mut [[f32; 8]],
 ) {
-    let book = codebook();
+    let book = codebook(&F::BIASED);
     let mut acc = [_mm512_setzero_ps(); R];
     for b in 0..nb {
         // SAFETY: record `b < nb` of the group and block `b` of each activation row, with
         // its scale and sum (the contract).
         unsafe {
-            let record = w.add(b * NL_RECORD);
-            prefetch_record(isa.avx2(), record, NL_RECORD.div_ceil(64));
+            let record = w.add(b * F::RECORD);
+            prefetch_record(isa.avx2(), record, F::RECORD.div_ceil(64));
             let mut a = [std::ptr::null::<u8>(); R];
             let mut start = [_mm512_setzero_si512(); R];
             for r in 0..R {
@@ -147,8 +130,8 @@ pub(super) unsafe fn nl_product<const R: usize>(
                 a[r] = act.blocks.add(b * Q8_0_BYTES + 2);
                 start[r] = _mm512_set1_epi64(bias_start(*act.sums.add(b)));
             }
-            let sums = sub_block_sums(book, record.add(NL_QS), &a, start);
-            let d = pair_scales(record);
+            let sums = sub_block_sums(book, record.add(F::QS), &a, start);
+            let d = F::pair_scales(record);
             for r in 0..R {
                 let da = _mm512_set1_ps(*acts.get_unchecked(r).scales.add(b));
                 acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, da), _mm512_cvtepi32_ps(sums[r]), acc[r]);
@@ -174,7 +157,7 @@ pub(super) unsafe fn xs_product<const R: usize>(
     acts: &[ActRow],
     out: &mut [[f32; 8]],
 ) {
-    let book = codebook();
+    let book = codebook(&Iq4NlRecord::BIASED);
     let mut acc = [_mm512_setzero_ps(); R];
     for b in 0..nb {
         // SAFETY: record `b < nb` of the group and super-block `b` of each activation row
@@ -199,7 +182,7 @@ pub(super) unsafe fn xs_product<const R: usize>(
                     _mm512_cvtepu32_epi64(negated),
                 );
             }
-            let d = pair_scales(record);
+            let d = Iq4NlRecord::pair_scales(record);
             let mut part = [_mm512_setzero_ps(); R];
             for j in 0..8 {
                 // The record's lines ahead, an eighth per sub-block.
