@@ -1,14 +1,14 @@
-//! The records of [`InterleavedLayout::Iq4NlR8`] and [`InterleavedLayout::Iq4XsR8`]
-//! (IQ4_NL and IQ4_XS rows). A 32-value sub-block's 16 nibble bytes per row are two runs
-//! of eight: run `p` (64 bytes) holds row `l`'s quant bytes `8p .. 8p + 8` at `8l`. Byte
-//! `i` of a row's sub-block holds value `i` in its low nibble and value `16 + i` in its
-//! high one (the formats' own pairing, kept), so in a run's 64-bit lane `l` the low
-//! nibbles are values `8p .. 8p + 8` of row `l` and the high nibbles values
+//! The records of [`InterleavedLayout::Iq4NlR8`] and [`InterleavedLayout::Iq4XsR8`] (IQ4_NL
+//! and IQ4_XS rows); [`InterleavedLayout::Q4_0R8`] is IQ4_NL's record (a Q4_0 block is an
+//! f16 `d` and 16 nibble bytes paired alike). A 32-value sub-block's 16 nibble bytes per
+//! row are two runs of eight: run `p` (64 bytes) holds row `l`'s quant bytes `8p .. 8p + 8`
+//! at `8l`. Byte `i` of a row's sub-block holds value `i` in its low nibble and value
+//! `16 + i` in its high one (the formats' own pairing, kept), so in a run's 64-bit lane `l`
+//! the low nibbles are values `8p .. 8p + 8` of row `l` and the high nibbles values
 //! `16 + 8p ..`: against the activation's 8-byte run broadcast to every 64-bit lane, one
 //! `vpdpbusd` gives each row's partial sums in its lane's two 32-bit halves (a 512-bit
-//! vector holds a whole run, eight rows; a 256-bit one four). One byte shuffle through
-//! the codebook turns a run's nibbles into the rows' levels, once for every activation
-//! row.
+//! vector holds a whole run, eight rows; a 256-bit one four). One byte shuffle through the
+//! codebook turns a run's nibbles into the rows' levels, once for every activation row.
 //!
 //! IQ4_NL (144 bytes per record, the size of its eight blocks):
 //!
@@ -32,6 +32,7 @@
 //!
 //! [`InterleavedLayout::Iq4NlR8`]: super::InterleavedLayout::Iq4NlR8
 //! [`InterleavedLayout::Iq4XsR8`]: super::InterleavedLayout::Iq4XsR8
+//! [`InterleavedLayout::Q4_0R8`]: super::InterleavedLayout::Q4_0R8
 
 use super::ROW_GROUP;
 

@@ -1,5 +1,5 @@
-//! The records of [`InterleavedLayout::Q4_0R8`] and [`InterleavedLayout::Q8_0R8`]
-//! (written for any 32-value format whose block is an f16 scale then quants): for each
+//! The record of [`InterleavedLayout::Q8_0R8`] (written for any 32-value format whose
+//! block is an f16 scale then quants): for each
 //! group of eight rows and each block column, `8 · block_bytes` bytes:
 //!
 //! - the eight f16 block scales, in the lane order [`SCALE_ROW_ORDER`] (rows
@@ -10,7 +10,6 @@
 //! The bytes are those of the format, only moved: the layout has exactly the size of
 //! the original.
 //!
-//! [`InterleavedLayout::Q4_0R8`]: super::InterleavedLayout::Q4_0R8
 //! [`InterleavedLayout::Q8_0R8`]: super::InterleavedLayout::Q8_0R8
 
 use std::ops::Range;
@@ -61,7 +60,7 @@ mod tests {
 
     #[test]
     fn round_trips_and_places_blocks_as_documented() {
-        let (layout, base) = (InterleavedLayout::Q4_0R8, DType::Q4_0);
+        let (layout, base) = (InterleavedLayout::Q8_0R8, DType::Q8_0);
         let (rows, k) = (16, 96);
         let vals: Vec<f32> = (0..rows * k)
             .map(|i| ((i * 7919) % 113) as f32 / 40.0 - 1.3)

@@ -8,12 +8,12 @@
 //! A weight `[N, K]` (`N` a multiple of 8, `nb = K / block_len` blocks per row) is, for
 //! each group `g` of rows `8g..8g + 8` and each block column `b`, one record holding the
 //! eight rows' blocks of column `b`; records in `(g, b)` order. The record of each
-//! layout is described in its module: `legacy` (Q4_0, Q8_0: the bytes only moved),
-//! `q4_k` and `q5_k` (the 6-bit scales and mins unpacked, 4 bytes more per row and
-//! block), `q6_k` (the bytes only moved), `iq4` (IQ4_NL: the bytes only moved; IQ4_XS:
-//! the 6-bit scales unpacked, 2 bytes more per row and block), `mxfp4` (the bytes only
-//! moved, in IQ4_NL's runs), `ternary` (TQ2_0: the
-//! bytes only moved; TQ1_0: recoded as TQ2_0, 12 bytes more per row and block). Every
+//! layout is described in its module: `legacy` (Q8_0: the bytes only moved), `q4_k` and
+//! `q5_k` (the 6-bit scales and mins unpacked, 4 bytes more per row and block), `q6_k`
+//! (the bytes only moved), `iq4` (IQ4_NL and Q4_0: the bytes only moved; IQ4_XS: the
+//! 6-bit scales unpacked, 2 bytes more per row and block), `mxfp4` (the bytes only moved,
+//! in IQ4_NL's runs), `ternary` (TQ2_0: the bytes only moved; TQ1_0: recoded as TQ2_0,
+//! 12 bytes more per row and block). Every
 //! record converts back to the format's blocks ([`deinterleave_rows`]: exactly the
 //! original bytes, TQ1_0's as ggml's quantizer packs its digits), so a prepared weight
 //! dequantizes to exactly the values of the original.
@@ -44,11 +44,13 @@ pub const ROW_GROUP: usize = 8;
 /// A row-interleaved layout of one block format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum InterleavedLayout {
-    /// Q4_0 rows: per record the eight f16 scales (rows 0, 2, 4, 6, 1, 3, 5, 7),
-    /// then the eight rows' 16 quant bytes in row order.
+    /// Q4_0 rows in [`InterleavedLayout::Iq4NlR8`]'s record (the blocks pair their
+    /// nibbles alike): the eight f16 scales, then the quants in two runs of eight bytes
+    /// per row.
     Q4_0R8,
-    /// Q8_0 rows: as [`InterleavedLayout::Q4_0R8`] with 32 quant bytes per row (rows
-    /// `2p` and `2p + 1` are 64 contiguous bytes: one 512-bit load).
+    /// Q8_0 rows: per record the eight f16 scales (rows 0, 2, 4, 6, 1, 3, 5, 7), then
+    /// the eight rows' 32 quant bytes in row order (rows `2p` and `2p + 1` are 64
+    /// contiguous bytes: one 512-bit load).
     Q8_0R8,
     /// Q4_K rows, the 6-bit scales and mins unpacked (148 bytes per row and
     /// super-block), every 32-bit lane of a kernel's vector one row.
@@ -147,7 +149,7 @@ impl InterleavedLayout {
             InterleavedLayout::Q4KR8 => q4_k::RECORD,
             InterleavedLayout::Q5KR8 => q5_k::RECORD,
             InterleavedLayout::Q6KR8 => q6_k::RECORD,
-            InterleavedLayout::Iq4NlR8 => iq4::NL_RECORD,
+            InterleavedLayout::Q4_0R8 | InterleavedLayout::Iq4NlR8 => iq4::NL_RECORD,
             InterleavedLayout::Iq4XsR8 => iq4::XS_RECORD,
             InterleavedLayout::Mxfp4R8 => mxfp4::RECORD,
             InterleavedLayout::Tq1_0R8 | InterleavedLayout::Tq2_0R8 => ternary::RECORD,
@@ -188,13 +190,13 @@ impl InterleavedLayout {
     /// The record module's `put_block` and `get_block`.
     fn record_code(self) -> (BlockCopy, BlockCopy) {
         match self {
-            InterleavedLayout::Q4_0R8 | InterleavedLayout::Q8_0R8 => {
-                (legacy::put_block, legacy::get_block)
+            InterleavedLayout::Q8_0R8 => (legacy::put_block, legacy::get_block),
+            InterleavedLayout::Q4_0R8 | InterleavedLayout::Iq4NlR8 => {
+                (iq4::put_nl_block, iq4::get_nl_block)
             }
             InterleavedLayout::Q4KR8 => (q4_k::put_block, q4_k::get_block),
             InterleavedLayout::Q5KR8 => (q5_k::put_block, q5_k::get_block),
             InterleavedLayout::Q6KR8 => (q6_k::put_block, q6_k::get_block),
-            InterleavedLayout::Iq4NlR8 => (iq4::put_nl_block, iq4::get_nl_block),
             InterleavedLayout::Iq4XsR8 => (iq4::put_xs_block, iq4::get_xs_block),
             InterleavedLayout::Mxfp4R8 => (mxfp4::put_block, mxfp4::get_block),
             InterleavedLayout::Tq1_0R8 => (ternary::put_tq1_block, ternary::get_tq1_block),

@@ -144,6 +144,8 @@ fn decode_gemv_out_of_cache() {
         DType::Q4K,
         DType::Q5K,
         DType::Q6K,
+        DType::IQ4NL,
+        DType::MXFP4,
     ]) {
         let bytes = weight_bytes(dtype, n, k);
         // Several copies so the weights stream from memory, as in decode: three times the

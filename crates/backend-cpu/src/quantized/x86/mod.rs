@@ -195,10 +195,10 @@ fn table<I: IntDots>(isa: I) -> QuantKernels {
     // Eight-row GEMVs read the row-interleaved layouts only: over eight row-major rows
     // (eight streams) they were no faster than one-row dots from memory, while over the
     // interleaved layout (one stream) they read far faster than either.
-    // The IQ4 and MXFP4 products hold eight activation rows in 512-bit registers.
+    // The Q4_0, IQ4 and MXFP4 products hold eight activation rows in 512-bit registers.
     let wide = isa.avx512_vnni().is_some();
     let groups: [GroupKernel; InterleavedLayout::ALL.len()] = [
-        group_kernel::<I, il::LegacyGroup<il::Q4_0>>(false),
+        group_kernel::<I, iq4::NibbleGroup<iq4::Q4_0Record>>(wide),
         group_kernel::<I, il::LegacyGroup<il::Q8_0>>(false),
         group_kernel::<I, q4_k::K4Group<q4_k::Q4K>>(false),
         group_kernel::<I, q4_k::K4Group<q4_k::Q5K>>(false),

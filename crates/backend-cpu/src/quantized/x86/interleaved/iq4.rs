@@ -1,12 +1,12 @@
-//! The IQ4_NL, MXFP4 and IQ4_XS group products (records in `crate::interleaved::iq4` and
-//! `crate::interleaved::mxfp4`). A run's quant bytes become the rows' levels by one byte
-//! shuffle through the codebook per nibble half, once per record for every activation
-//! row; each run then meets the activation's 8-byte run broadcast to every 64-bit lane,
-//! so a row's partial sums gather in its lane's two halves. No shuffle per activation
-//! row. With AVX-512 BW and VNNI, the 512-bit products of `iq4_wide.rs` run instead (a
-//! whole run per vector). Here, on 256-bit vectors (four rows per vector, two vectors per
-//! run), the two halves of each row are folded once per sub-block by one `hadd` and one
-//! permute, which leave the eight rows in order. Two arithmetics:
+//! The IQ4_NL, MXFP4, Q4_0 and IQ4_XS group products (records in `crate::interleaved::iq4`
+//! and `crate::interleaved::mxfp4`; Q4_0's is IQ4_NL's). A run's quant bytes become the
+//! rows' levels by one byte shuffle through the codebook per nibble half, once per record
+//! for every activation row; each run then meets the activation's 8-byte run broadcast to
+//! every 64-bit lane, so a row's partial sums gather in its lane's two halves. No shuffle
+//! per activation row. With AVX-512 BW and VNNI, the 512-bit products of `iq4_wide.rs` run
+//! instead (a whole run per vector). Here, on 256-bit vectors (four rows per vector, two
+//! vectors per run), the two halves of each row are folded once per sub-block by one `hadd`
+//! and one permute, which leave the eight rows in order. The arithmetics:
 //!
 //! - VNNI: the codebook biased to unsigned bytes (`level + 128`), one `vpdpbusd` per
 //!   vector into i32 lanes, less `128 · Σ a` per sub-block (the activation's sums: Q8_0's
@@ -14,6 +14,8 @@
 //! - AVX2: the signed levels; each product is `maddubs` of `|level|` with the activation
 //!   bytes given the levels' signs, then `madd` (a pair of products reaches at most
 //!   2 · 127 · 127, within 16 bits; two pairs would not be).
+//! - Q4_0 ([`Levels::Offset8`]) takes no shuffle: its nibbles go to the products as
+//!   unsigned bytes, less `8 · Σ a` per block, with or without VNNI.
 //!
 //! The sub-block sums are exact integers; IQ4_NL and MXFP4 scale each block's sums in
 //! f32 (one FMA per block, as Q4_0; MXFP4's E8M0 exponents become f32 scales exactly),
@@ -47,54 +49,74 @@ const fn biased(levels: &[i8; 16]) -> [i8; 16] {
     biased
 }
 
-/// IQ4_XS's codebook (IQ4_NL's), biased.
-const IQ4_BIASED: [i8; 16] = biased(&KVALUES_IQ4NL);
+/// How a record's nibbles become levels.
+pub(in crate::quantized::x86) enum Levels {
+    /// Through a 16-entry codebook (IQ4_NL, IQ4_XS, MXFP4): `signed` for the AVX2
+    /// products, `biased` (`level + 128`) for the VNNI ones.
+    Codebook {
+        /// The levels.
+        signed: [i8; 16],
+        /// The levels biased to unsigned bytes.
+        biased: [i8; 16],
+    },
+    /// The nibble less 8 (Q4_0): the products take the nibbles as they are (unsigned, no
+    /// shuffle) and subtract `8 · Σ a`.
+    Offset8,
+}
 
-/// A 32-value format whose records hold eight rows' blocks of 4-bit codebook indices in
-/// IQ4_NL's two runs after one scale per row: IQ4_NL (f16 `d`) and MXFP4 (E8M0 `e`).
-/// Both pair with Q8_0 activations.
+impl Levels {
+    /// The codebook `signed`.
+    const fn codebook(signed: [i8; 16]) -> Levels {
+        Levels::Codebook {
+            signed,
+            biased: biased(&signed),
+        }
+    }
+
+    /// What a product's sum carries beyond `Σ level · a`, per unit of `Σ a`, with or
+    /// without VNNI.
+    pub(super) const fn bias(&self, vnni: bool) -> i32 {
+        match self {
+            Levels::Codebook { .. } if vnni => 128,
+            Levels::Codebook { .. } => 0,
+            Levels::Offset8 => 8,
+        }
+    }
+}
+
+/// IQ4_NL's (and IQ4_XS's) codebook.
+pub(super) const IQ4_LEVELS: Levels = Levels::codebook(KVALUES_IQ4NL);
+
+/// A 32-value format whose records hold eight rows' blocks of 4-bit nibbles in IQ4_NL's
+/// two runs after one scale per row: Q4_0 and IQ4_NL (f16 `d`), MXFP4 (E8M0 `e`). Each
+/// pairs with Q8_0 activations.
 pub(in crate::quantized::x86) trait NibbleBlocks {
     /// Bytes of one record.
     const RECORD: usize;
     /// Offset of the record's runs.
     const QS: usize;
-    /// The signed levels the nibbles index.
-    const LEVELS: [i8; 16];
-    /// The levels biased to unsigned bytes.
-    const BIASED: [i8; 16];
+    /// How the nibbles become levels.
+    const LEVELS: Levels;
 
-    /// The eight rows' scales of the record at `record` as f32, rows in order.
+    /// The eight rows' scales of the record at `record` as f32, rows in order (by
+    /// default the f16 `d` that open IQ4_NL's record).
     ///
     /// # Safety
     ///
     /// A readable record at `record`.
-    unsafe fn scales(s: Avx2, record: *const u8) -> __m256;
+    #[inline(always)]
+    unsafe fn scales(_: Avx2, record: *const u8) -> __m256 {
+        // SAFETY: the record's 16 scale bytes; the token proves F16C.
+        unsafe { _mm256_cvtph_ps(_mm_loadu_si128(record.add(D) as *const __m128i)) }
+    }
 
     /// Each row's scale in both 32-bit lanes of its pair of a 512-bit vector (the
-    /// products of `iq4_wide.rs`).
+    /// products of `iq4_wide.rs`; by default from the f16 `d`).
     ///
     /// # Safety
     ///
     /// A readable record at `record`; the CPU has AVX-512 F and BW (the caller is
     /// compiled with them).
-    unsafe fn pair_scales(record: *const u8) -> __m512;
-}
-
-/// IQ4_NL's records: the rows' f16 `d`, then the runs.
-pub(in crate::quantized::x86) struct Iq4NlRecord;
-
-impl NibbleBlocks for Iq4NlRecord {
-    const RECORD: usize = NL_RECORD;
-    const QS: usize = NL_QS;
-    const LEVELS: [i8; 16] = KVALUES_IQ4NL;
-    const BIASED: [i8; 16] = IQ4_BIASED;
-
-    #[inline(always)]
-    unsafe fn scales(_: Avx2, record: *const u8) -> __m256 {
-        // SAFETY: the record's eight f16 scales; the token proves F16C.
-        unsafe { _mm256_cvtph_ps(_mm_loadu_si128(record.add(D) as *const __m128i)) }
-    }
-
     #[inline(always)]
     unsafe fn pair_scales(record: *const u8) -> __m512 {
         // SAFETY: the caller's contract.
@@ -108,14 +130,31 @@ impl NibbleBlocks for Iq4NlRecord {
     }
 }
 
+/// Q4_0's records (IQ4_NL's: the rows' f16 `d`, then the runs); the levels `q − 8`.
+pub(in crate::quantized::x86) struct Q4_0Record;
+
+impl NibbleBlocks for Q4_0Record {
+    const RECORD: usize = NL_RECORD;
+    const QS: usize = NL_QS;
+    const LEVELS: Levels = Levels::Offset8;
+}
+
+/// IQ4_NL's records: the rows' f16 `d`, then the runs.
+pub(in crate::quantized::x86) struct Iq4NlRecord;
+
+impl NibbleBlocks for Iq4NlRecord {
+    const RECORD: usize = NL_RECORD;
+    const QS: usize = NL_QS;
+    const LEVELS: Levels = IQ4_LEVELS;
+}
+
 /// MXFP4's records: the rows' E8M0 exponents, then the runs; the doubled E2M1 levels.
 pub(in crate::quantized::x86) struct Mxfp4Record;
 
 impl NibbleBlocks for Mxfp4Record {
     const RECORD: usize = mxfp4::RECORD;
     const QS: usize = mxfp4::QS;
-    const LEVELS: [i8; 16] = KVALUES_MXFP4;
-    const BIASED: [i8; 16] = biased(&KVALUES_MXFP4);
+    const LEVELS: Levels = Levels::codebook(KVALUES_MXFP4);
 
     #[inline(always)]
     unsafe fn scales(_: Avx2, record: *const u8) -> __m256 {
@@ -146,31 +185,63 @@ impl NibbleBlocks for Mxfp4Record {
     }
 }
 
-/// The codebook a run's nibbles index, in both 128-bit halves (for `pshufb`): biased
-/// for VNNI, signed for AVX2.
+/// The codebook of `levels` in both 128-bit halves (for `pshufb`): biased for VNNI,
+/// signed for AVX2 (zero for [`Levels::Offset8`], which needs none).
 #[inline(always)]
-fn codebook<I: IntDots>(_: I, levels: &[i8; 16], biased: &[i8; 16]) -> __m256i {
-    let levels = if I::VNNI { biased } else { levels };
+fn codebook<I: IntDots>(_: I, levels: &Levels) -> __m256i {
+    let book = match levels {
+        Levels::Codebook { biased, .. } if I::VNNI => biased,
+        Levels::Codebook { signed, .. } => signed,
+        Levels::Offset8 => &[0; 16],
+    };
     // SAFETY: every token proves AVX2; 16 readable bytes.
-    unsafe { _mm256_broadcastsi128_si256(_mm_loadu_si128(levels.as_ptr() as *const __m128i)) }
+    unsafe { _mm256_broadcastsi128_si256(_mm_loadu_si128(book.as_ptr() as *const __m128i)) }
 }
 
-/// `acc` plus the products of `w` (levels as [`codebook`] gives them) and `a`
-/// (activation bytes), in i32 lanes.
+/// The weight bytes of the nibbles `n` (each 0..16): their codebook entries, or the
+/// nibbles themselves for [`Levels::Offset8`].
 #[inline(always)]
-fn products<I: IntDots>(isa: I, acc: __m256i, w: __m256i, a: __m256i) -> __m256i {
-    if I::VNNI {
-        isa.dpbusd(acc, w, a)
-    } else {
+fn weight_bytes(levels: &Levels, book: __m256i, n: __m256i) -> __m256i {
+    match levels {
         // SAFETY: every token proves AVX2.
-        let (magnitude, signed_a) = unsafe { (_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w)) };
-        isa.dpbusd(acc, magnitude, signed_a)
+        Levels::Codebook { .. } => unsafe { _mm256_shuffle_epi8(book, n) },
+        Levels::Offset8 => n,
+    }
+}
+
+/// `acc` plus the products of the weight bytes `w_lo`, `w_hi` ([`weight_bytes`]) and the
+/// activation bytes `a_lo`, `a_hi`, in i32 lanes: unsigned weights go to the products as
+/// they are (on AVX2 both `maddubs` summed in 16 bits, as for Q4_0's row-major dots),
+/// signed codebook levels without VNNI lend their signs to the activations.
+#[inline(always)]
+fn products<I: IntDots>(
+    isa: I,
+    levels: &Levels,
+    acc: __m256i,
+    (w_lo, a_lo): (__m256i, __m256i),
+    (w_hi, a_hi): (__m256i, __m256i),
+) -> __m256i {
+    match levels {
+        Levels::Codebook { .. } if !I::VNNI => {
+            let signed = |w: __m256i, a: __m256i| {
+                // SAFETY: every token proves AVX2.
+                unsafe { (_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w)) }
+            };
+            let (m_lo, s_lo) = signed(w_lo, a_lo);
+            let (m_hi, s_hi) = signed(w_hi, a_hi);
+            isa.dpbusd(isa.dpbusd(acc, m_lo, s_lo), m_hi, s_hi)
+        }
+        Levels::Offset8 if !I::VNNI => {
+            // SAFETY: every token proves AVX2.
+            unsafe { _mm256_add_epi32(acc, isa.dpbusd_nibbles(w_lo, a_lo, w_hi, a_hi)) }
+        }
+        _ => isa.dpbusd(isa.dpbusd(acc, w_lo, a_lo), w_hi, a_hi),
     }
 }
 
 /// Each row's `Σ level · a` over one 32-value sub-block (eight i32 lanes, rows in order):
-/// the two runs at `q` against the 32 activation quants at each `a[r]` (with VNNI
-/// biased: `+ 128 · Σ a`).
+/// the two runs at `q` against the 32 activation quants at each `a[r]`, plus
+/// `levels.bias(I::VNNI) · Σ a` ([`unbiased`] takes it back).
 ///
 /// # Safety
 ///
@@ -178,6 +249,7 @@ fn products<I: IntDots>(isa: I, acc: __m256i, w: __m256i, a: __m256i) -> __m256i
 #[inline(always)]
 unsafe fn sub_block_sums<I: IntDots, const R: usize>(
     isa: I,
+    levels: &Levels,
     book: __m256i,
     q: *const u8,
     a: &[*const u8; R],
@@ -192,8 +264,8 @@ unsafe fn sub_block_sums<I: IntDots, const R: usize>(
             let (w_lo, w_hi) = unsafe {
                 let v = _mm256_loadu_si256(q.add(64 * p + 32 * h) as *const __m256i);
                 (
-                    _mm256_shuffle_epi8(book, _mm256_and_si256(v, m4)),
-                    _mm256_shuffle_epi8(book, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4)),
+                    weight_bytes(levels, book, _mm256_and_si256(v, m4)),
+                    weight_bytes(levels, book, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4)),
                 )
             };
             for r in 0..R {
@@ -205,8 +277,7 @@ unsafe fn sub_block_sums<I: IntDots, const R: usize>(
                         _mm256_set1_epi64x(std::ptr::read_unaligned(at.add(16) as *const i64)),
                     )
                 };
-                acc[r] = products(isa, acc[r], w_lo, a_lo);
-                acc[r] = products(isa, acc[r], w_hi, a_hi);
+                acc[r] = products(isa, levels, acc[r], (w_lo, a_lo), (w_hi, a_hi));
             }
         }
     }
@@ -221,15 +292,14 @@ unsafe fn sub_block_sums<I: IntDots, const R: usize>(
     sums
 }
 
-/// `sums` less the VNNI bias `128 · Σ a` (the activation sub-block's sum `a_sum`); as
-/// they are on AVX2.
+/// `sums` less their bias `levels.bias(I::VNNI) · Σ a` (the activation sub-block's sum
+/// `a_sum`).
 #[inline(always)]
-fn unbiased<I: IntDots>(_: I, sums: __m256i, a_sum: i32) -> __m256i {
-    if I::VNNI {
+fn unbiased<I: IntDots>(_: I, levels: &Levels, sums: __m256i, a_sum: i32) -> __m256i {
+    match levels.bias(I::VNNI) {
+        0 => sums,
         // SAFETY: every token proves AVX2.
-        unsafe { _mm256_sub_epi32(sums, _mm256_set1_epi32(128 * a_sum)) }
-    } else {
-        sums
+        bias => unsafe { _mm256_sub_epi32(sums, _mm256_set1_epi32(bias * a_sum)) },
     }
 }
 
@@ -251,7 +321,7 @@ impl<F: NibbleBlocks> GroupProduct for NibbleGroup<F> {
             return unsafe { iq4_wide::nibble_product::<F, R>(wide, nb, w, acts, out) };
         }
         let s = isa.avx2();
-        let book = codebook(isa, &F::LEVELS, &F::BIASED);
+        let book = codebook(isa, &F::LEVELS);
         // SAFETY: the token proves AVX.
         let mut acc = [unsafe { _mm256_setzero_ps() }; R];
         for b in 0..nb {
@@ -264,14 +334,14 @@ impl<F: NibbleBlocks> GroupProduct for NibbleGroup<F> {
                 *a = unsafe { acts.get_unchecked(r).blocks.add(b * Q8_0_BYTES + 2) };
             }
             // SAFETY: the record's runs and the blocks' quants are readable (above).
-            let sums = unsafe { sub_block_sums(isa, book, record.add(F::QS), &a) };
+            let sums = unsafe { sub_block_sums(isa, &F::LEVELS, book, record.add(F::QS), &a) };
             // SAFETY: the record's scales, and block `b`'s scale and sum of each row (the
             // contract); the token proves AVX2 and FMA.
             unsafe {
                 let d = F::scales(s, record);
                 for r in 0..R {
                     let act = acts.get_unchecked(r);
-                    let sums = unbiased(isa, sums[r], *act.sums.add(b));
+                    let sums = unbiased(isa, &F::LEVELS, sums[r], *act.sums.add(b));
                     let da = _mm256_set1_ps(*act.scales.add(b));
                     acc[r] =
                         _mm256_fmadd_ps(_mm256_mul_ps(d, da), _mm256_cvtepi32_ps(sums), acc[r]);
@@ -299,7 +369,7 @@ impl GroupProduct for Iq4XsGroup {
             return unsafe { iq4_wide::xs_product::<R>(wide, nb, w, acts, out) };
         }
         let s = isa.avx2();
-        let book = codebook(isa, &KVALUES_IQ4NL, &IQ4_BIASED);
+        let book = codebook(isa, &IQ4_LEVELS);
         // SAFETY: the token proves AVX.
         let mut acc = [unsafe { _mm256_setzero_ps() }; R];
         for b in 0..nb {
@@ -324,7 +394,13 @@ impl GroupProduct for Iq4XsGroup {
                 }
                 // SAFETY: sub-block `j`'s runs inside the record, its quants at `a`.
                 let sums = unsafe {
-                    sub_block_sums(isa, book, record.add(XS_QS + SUB_BLOCK_RUNS * j), &a)
+                    sub_block_sums(
+                        isa,
+                        &IQ4_LEVELS,
+                        book,
+                        record.add(XS_QS + SUB_BLOCK_RUNS * j),
+                        &a,
+                    )
                 };
                 // SAFETY: the sub-block's eight scale bytes inside the record, and the two
                 // 16-value sums of each Q8_K block; the token proves AVX2.
@@ -336,7 +412,7 @@ impl GroupProduct for Iq4XsGroup {
                         let bsums = blocks[r].add(Q8K_BSUMS + 4 * j) as *const i16;
                         let a_sum = std::ptr::read_unaligned(bsums) as i32
                             + std::ptr::read_unaligned(bsums.add(1)) as i32;
-                        let sums = unbiased(isa, sums[r], a_sum);
+                        let sums = unbiased(isa, &IQ4_LEVELS, sums[r], a_sum);
                         total[r] = _mm256_add_epi32(total[r], _mm256_mullo_epi32(sums, scales));
                     }
                 }

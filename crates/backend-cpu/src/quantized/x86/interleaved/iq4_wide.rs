@@ -1,15 +1,16 @@
-//! The IQ4_NL, MXFP4 and IQ4_XS group products on 512-bit vectors (AVX-512 BW and VNNI): one
-//! load holds a whole run of the record (eight rows, row `l` in 64-bit lane `l`), one
-//! byte shuffle per nibble half makes its levels (the codebook biased to unsigned bytes,
-//! `level + 128`), and one `vpdpbusd` per activation row multiplies it against the
-//! activation's 8-byte run broadcast to every 64-bit lane: half the multiply
-//! instructions of the 256-bit products in `iq4.rs`, which hold half a run.
+//! The IQ4_NL, MXFP4, Q4_0 and IQ4_XS group products on 512-bit vectors (AVX-512 BW and
+//! VNNI): one load holds a whole run of the record (eight rows, row `l` in 64-bit lane
+//! `l`), one byte shuffle per nibble half makes its levels (the codebook biased to
+//! unsigned bytes, `level + 128`; Q4_0's nibbles serve as they are), and one `vpdpbusd`
+//! per activation row multiplies it against the activation's 8-byte run broadcast to
+//! every 64-bit lane: half the multiply instructions of the 256-bit products in
+//! `iq4.rs`, which hold half a run.
 //!
 //! Each row's sums stay in its lane's two 32-bit halves until the end of the call. The
-//! bias `128 · Σ a` of a sub-block starts the even half's sum (one broadcast, from
-//! memory for IQ4_XS), each half is scaled and
-//! accumulated in f32 on its own (the rows' scales doubled to fill both halves), and the
-//! two halves of each row are added when the eight outputs are written.
+//! bias `128 · Σ a` (Q4_0: `8 · Σ a`) of a sub-block starts the even half's sum (one
+//! broadcast, from memory for IQ4_XS), each half is scaled and accumulated in f32 on its
+//! own (the rows' scales doubled to fill both halves), and the two halves of each row
+//! are added when the eight outputs are written.
 //!
 //! The functions are compiled with BW (the byte shuffle and the 16-bit shift on 512-bit
 //! vectors), which the quantized kernels' entry points leave out, so they are called,
@@ -20,7 +21,7 @@ use std::arch::x86_64::*;
 use super::super::int_dots::Vnni;
 use super::super::vectors::prefetch_record;
 use super::super::{IntDots, Q8K_BSUMS, Q8K_BYTES, Q8K_QS};
-use super::iq4::{Iq4NlRecord, NibbleBlocks, Q8_0_BYTES};
+use super::iq4::{IQ4_LEVELS, Iq4NlRecord, Levels, NibbleBlocks, Q8_0_BYTES};
 use crate::interleaved::iq4::{SUB_BLOCK_RUNS, XS_QS, XS_RECORD, XS_SCALES};
 use crate::quantized::kernels::ActRow;
 use crate::x86::Avx512;
@@ -29,9 +30,10 @@ use crate::x86::Avx512;
 // functions are compiled with the features of the intrinsics they call, which the
 // `Vnni<Avx512>` token they take proves.
 
-/// Each row's `start[r] + Σ (level + 128) · a` over one 32-value sub-block, in its pair
-/// of lanes: the two runs at `q` against the 32 activation quants at each `a[r]`. The
-/// callers start the sums at `−128 · Σ a` in the even lane ([`bias_start`]).
+/// Each row's `start[r] + Σ (level + bias) · a` over one 32-value sub-block, in its pair
+/// of lanes: the two runs at `q` against the 32 activation quants at each `a[r]` (the
+/// codebook's biased levels, `bias` 128, or Q4_0's nibbles as they are, `bias` 8). The
+/// callers start the sums at `−bias · Σ a` in the even lane ([`bias_start`]).
 ///
 /// # Safety
 ///
@@ -39,6 +41,7 @@ use crate::x86::Avx512;
 /// (the caller is compiled with them).
 #[inline(always)]
 unsafe fn sub_block_sums<const R: usize>(
+    levels: &Levels,
     book: __m512i,
     q: *const u8,
     a: &[*const u8; R],
@@ -53,8 +56,12 @@ unsafe fn sub_block_sums<const R: usize>(
         let mut second = [_mm512_setzero_si512(); R];
         for p in 0..2 {
             let v = _mm512_loadu_si512(q.add(64 * p) as *const __m512i);
-            let w_lo = _mm512_shuffle_epi8(book, _mm512_and_si512(v, m4));
-            let w_hi = _mm512_shuffle_epi8(book, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+            let bytes = |n: __m512i| match levels {
+                Levels::Codebook { .. } => _mm512_shuffle_epi8(book, n),
+                Levels::Offset8 => n,
+            };
+            let w_lo = bytes(_mm512_and_si512(v, m4));
+            let w_hi = bytes(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
             for r in 0..R {
                 let at = a[r].add(8 * p);
                 let a_lo = _mm512_set1_epi64(std::ptr::read_unaligned(at as *const i64));
@@ -74,18 +81,23 @@ unsafe fn sub_block_sums<const R: usize>(
     }
 }
 
-/// The 64-bit pattern whose broadcast starts a sub-block's sums: `−128 · a_sum` in the
+/// The 64-bit pattern whose broadcast starts a sub-block's sums: `−bias · a_sum` in the
 /// low (even) 32-bit half, 0 in the high one.
 #[inline(always)]
-fn bias_start(a_sum: i32) -> i64 {
-    (a_sum.wrapping_mul(-128) as u32) as i64
+fn bias_start(levels: &Levels, a_sum: i32) -> i64 {
+    (a_sum.wrapping_mul(-levels.bias(true)) as u32) as i64
 }
 
-/// The codebook `biased`, in every 128-bit lane.
+/// The biased codebook of `levels` in every 128-bit lane (zero for
+/// [`Levels::Offset8`], which needs none).
 #[inline(always)]
-fn codebook(biased: &[i8; 16]) -> __m512i {
+fn codebook(levels: &Levels) -> __m512i {
+    let book = match levels {
+        Levels::Codebook { biased, .. } => biased,
+        Levels::Offset8 => &[0; 16],
+    };
     // SAFETY: 16 readable bytes; called only from functions compiled with AVX-512 F.
-    unsafe { _mm512_broadcast_i32x4(_mm_loadu_si128(biased.as_ptr() as *const __m128i)) }
+    unsafe { _mm512_broadcast_i32x4(_mm_loadu_si128(book.as_ptr() as *const __m128i)) }
 }
 
 /// Writes each row's output: the two halves of its pair of lanes added.
@@ -115,7 +127,7 @@ pub(super) unsafe fn nibble_product<F: NibbleBlocks, const R: usize>(
     acts: &[ActRow],
     out: &mut [[f32; 8]],
 ) {
-    let book = codebook(&F::BIASED);
+    let book = codebook(&F::LEVELS);
     let mut acc = [_mm512_setzero_ps(); R];
     for b in 0..nb {
         // SAFETY: record `b < nb` of the group and block `b` of each activation row, with
@@ -128,9 +140,9 @@ pub(super) unsafe fn nibble_product<F: NibbleBlocks, const R: usize>(
             for r in 0..R {
                 let act = acts.get_unchecked(r);
                 a[r] = act.blocks.add(b * Q8_0_BYTES + 2);
-                start[r] = _mm512_set1_epi64(bias_start(*act.sums.add(b)));
+                start[r] = _mm512_set1_epi64(bias_start(&F::LEVELS, *act.sums.add(b)));
             }
-            let sums = sub_block_sums(book, record.add(F::QS), &a, start);
+            let sums = sub_block_sums(&F::LEVELS, book, record.add(F::QS), &a, start);
             let d = F::pair_scales(record);
             for r in 0..R {
                 let da = _mm512_set1_ps(*acts.get_unchecked(r).scales.add(b));
@@ -157,7 +169,7 @@ pub(super) unsafe fn xs_product<const R: usize>(
     acts: &[ActRow],
     out: &mut [[f32; 8]],
 ) {
-    let book = codebook(&Iq4NlRecord::BIASED);
+    let book = codebook(&IQ4_LEVELS);
     let mut acc = [_mm512_setzero_ps(); R];
     for b in 0..nb {
         // SAFETY: record `b < nb` of the group and super-block `b` of each activation row
@@ -195,7 +207,7 @@ pub(super) unsafe fn xs_product<const R: usize>(
                     start[r] = _mm512_set1_epi64(starts[r][j]);
                 }
                 let runs = record.add(XS_QS + SUB_BLOCK_RUNS * j);
-                let sums = sub_block_sums(book, runs, &a, start);
+                let sums = sub_block_sums(&IQ4_LEVELS, book, runs, &a, start);
                 // The rows' `d · (ls − 32)` of sub-block `j`, each in both lanes of its pair.
                 let sc = _mm_loadl_epi64(record.add(XS_SCALES + 8 * j) as *const __m128i);
                 let scales = _mm512_mul_ps(

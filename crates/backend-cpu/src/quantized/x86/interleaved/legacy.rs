@@ -1,16 +1,14 @@
-//! The Q4_0 and Q8_0 group products (records in `crate::interleaved::legacy`).
+//! The Q8_0 group product (records in `crate::interleaved::legacy`).
 //!
 //! Per block column the eight rows' integer sums are folded into one vector by a `hadd`
 //! tree that leaves them in the record's scale order (rows 0, 2, 4, 6, 1, 3, 5, 7), so
 //! the eight f16 scales convert in one instruction and one FMA accumulates the column.
-//! Q4_0 avoids the sign trick: `Σ (q − 8)·a = Σ q·a − 8·Σ a`, with `q` the unsigned
-//! nibbles (so `maddubs` and `vpdpbusd` take them as they are). Q8_0 runs the same loop
-//! over its own sums ([`super::q8_0_sums`]: 32 quant bytes per row, two rows per 512-bit
+//! The sums are [`super::q8_0_sums`]' (32 quant bytes per row, two rows per 512-bit
 //! register with AVX-512 VNNI).
 
 use std::arch::x86_64::*;
 
-use super::super::vectors::{load, prefetch_record, store_rows};
+use super::super::vectors::{prefetch_record, store_rows};
 use super::super::{GroupProduct, IntDots};
 use crate::interleaved::InterleavedLayout;
 use crate::quantized::kernels::ActRow;
@@ -80,44 +78,6 @@ impl<F: LegacyRecord> GroupProduct for LegacyGroup<F> {
             }
         }
         store_rows(s, &acc, out);
-    }
-}
-
-/// Q4_0 records: 16 nibble bytes per row.
-pub(in crate::quantized::x86) struct Q4_0;
-
-impl LegacyRecord for Q4_0 {
-    const LAYOUT: InterleavedLayout = InterleavedLayout::Q4_0R8;
-    type Rows<I: IntDots> = [__m256i; 4];
-
-    #[inline(always)]
-    unsafe fn rows<I: IntDots>(isa: I, q: *const u8) -> [__m256i; 4] {
-        // SAFETY: the record's 128 quant bytes.
-        unsafe { load::<4>(isa.avx2(), q) }
-    }
-
-    /// `rows[p]` holds the 16 quant bytes of row `2p` (low 128 bits) and row `2p + 1`
-    /// (high); lanes come out in the order rows 0, 2, 4, 6, 1, 3, 5, 7.
-    #[inline(always)]
-    unsafe fn sums<I: IntDots>(isa: I, rows: [__m256i; 4], a: *const u8, a_sum: i32) -> __m256i {
-        // SAFETY: 32 readable bytes at `a`; the token proves AVX2.
-        unsafe {
-            let low = _mm256_set1_epi8(0x0F);
-            let a_lo = _mm256_broadcastsi128_si256(_mm_loadu_si128(a as *const __m128i));
-            let a_hi = _mm256_broadcastsi128_si256(_mm_loadu_si128(a.add(16) as *const __m128i));
-            let mut pairs = [_mm256_setzero_si256(); 4];
-            for (pair, &v) in pairs.iter_mut().zip(&rows) {
-                let lo = _mm256_and_si256(v, low);
-                let hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
-                // Lanes 0..4: partial sums of row 2p; lanes 4..8: of row 2p + 1.
-                *pair = isa.dpbusd_nibbles(lo, a_lo, hi, a_hi);
-            }
-            let sums = _mm256_hadd_epi32(
-                _mm256_hadd_epi32(pairs[0], pairs[1]),
-                _mm256_hadd_epi32(pairs[2], pairs[3]),
-            );
-            _mm256_sub_epi32(sums, _mm256_set1_epi32(8 * a_sum))
-        }
     }
 }
 
