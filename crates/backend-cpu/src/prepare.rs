@@ -1,14 +1,13 @@
 //! `Backend::prepare_weight` on the CPU: Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS,
-//! MXFP4, TQ1_0 and TQ2_0 weights are copied once, at load, into their row-interleaved layouts
-//! ([`crate::interleaved`]), as an [`InterleavedWeight`] behind a tensor that keeps the
-//! file's dtype; a stack of experts' weights `[E, N, K]` is interleaved per expert (its
-//! `E · N` rows in groups of eight, which never straddle two experts when `N` is a
-//! multiple of 8). The eight-row kernels read a group as one stream for decode (one
-//! sequential run instead of eight row streams: every format reads its weights from
-//! memory faster so) and, for Q4_0, Q4_K, Q5_K, IQ4_NL, IQ4_XS, MXFP4 and the ternary formats,
-//! unpack it once per tile of activation rows for prefill (int8 at every row count,
-//! ahead of the dequantizing GEMM; with a fast prefill, Q8_0 and Q6_K prefill is
-//! dequantized while packing).
+//! MXFP4, TQ1_0 and TQ2_0 weights are copied once, at load, into their row-interleaved
+//! layouts ([`crate::interleaved`]), as an [`InterleavedWeight`] behind a tensor that keeps
+//! the file's dtype; a stack of experts' weights `[E, N, K]` is interleaved per expert (its
+//! `E · N` rows in groups of eight, which never straddle two experts when `N` is a multiple
+//! of 8). The eight-row kernels read a group as one stream for decode (one sequential run
+//! instead of eight row streams: every format reads its weights from memory faster so) and,
+//! for Q4_0, Q4_K, Q5_K, IQ4_NL, IQ4_XS, MXFP4 and the ternary formats, unpack it once per
+//! tile of activation rows for prefill (int8 at every row count, ahead of the dequantizing
+//! GEMM; with a fast prefill, Q8_0 and Q6_K prefill is dequantized while packing).
 //! F32, F16 and BF16 matrices that a file mapping holds are copied as they are into
 //! fresh host memory, whose blocks of 2 MiB and more sit on transparent huge pages: the
 //! decode stream then crosses a page (a TLB miss and a hardware prefetcher that starts

@@ -75,13 +75,13 @@ impl CpuBackend {
 
 impl Products<'_> {
     /// Whether `linear` over weights prepared in `layout` runs the integer products at
-    /// every row count (Q4_0, Q4_K, Q5_K, IQ4_NL, IQ4_XS, MXFP4, TQ1_0 and TQ2_0), rather than the dequantizing f32 GEMM from
-    /// [`Products::dequant_gemm_rows`] rows on. Q8_0 prefill is faster dequantized than
-    /// through the VNNI product, whose horizontal sums per block column saturate the
-    /// shuffle port at four rows; Q4_0 and Q4_K unpack twice the values per byte and are
-    /// faster as integers (see `docs/perf-log.md`). Q6_K's four-row product is no faster
-    /// than the dequantizing GEMM at prefill sizes (`prefill_int8_vs_dequantized_gemm`);
-    /// Q5_K's is, and Q5_K_M prefill gains from it.
+    /// every row count (Q4_0, Q4_K, Q5_K, IQ4_NL, IQ4_XS, MXFP4, TQ1_0 and TQ2_0), rather
+    /// than the dequantizing f32 GEMM from [`Products::dequant_gemm_rows`] rows on. Q8_0
+    /// prefill is faster dequantized than through the VNNI product, whose horizontal sums
+    /// per block column saturate the shuffle port at four rows; Q4_0 and Q4_K unpack twice
+    /// the values per byte and are faster as integers (see `docs/perf-log.md`). Q6_K's
+    /// four-row product is no faster than the dequantizing GEMM at prefill sizes
+    /// (`prefill_int8_vs_dequantized_gemm`); Q5_K's is, and Q5_K_M prefill gains from it.
     pub(crate) fn integer_prefill(&self, layout: InterleavedLayout) -> bool {
         matches!(
             layout,

@@ -153,12 +153,12 @@ fn quantized_prefill_tile_edges() {
 
 #[test]
 fn prepared_weights_give_the_same_products() {
-    // `prepare_weight` interleaves Q4_0, Q8_0, Q4_K, Q5_K, Q6_K and MXFP4 rows in groups of
-    // eight where the ISA has the kernels; the product must not change: against the
+    // `prepare_weight` interleaves Q4_0, Q8_0, Q4_K, Q5_K, Q6_K and MXFP4 rows in groups
+    // of eight where the ISA has the kernels; the product must not change: against the
     // reference (which reads the prepared weight converted back to its dtype's layout,
     // bit for bit as the original) and equal across thread counts. 40 rows take the
-    // prefill path (integer products for Q4_0, Q4_K and Q5_K, the dequantizing GEMM for
-    // Q8_0 and Q6_K).
+    // prefill path (integer products for Q4_0, Q4_K, Q5_K and MXFP4, the dequantizing
+    // GEMM for Q8_0 and Q6_K).
     let reference = ExecContext::reference();
     for dtype in [
         DType::Q4_0,

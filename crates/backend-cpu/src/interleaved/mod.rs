@@ -13,10 +13,9 @@
 //! (the bytes only moved), `iq4` (IQ4_NL and Q4_0: the bytes only moved; IQ4_XS: the
 //! 6-bit scales unpacked, 2 bytes more per row and block), `mxfp4` (the bytes only moved,
 //! in IQ4_NL's runs), `ternary` (TQ2_0: the bytes only moved; TQ1_0: recoded as TQ2_0,
-//! 12 bytes more per row and block). Every
-//! record converts back to the format's blocks ([`deinterleave_rows`]: exactly the
-//! original bytes, TQ1_0's as ggml's quantizer packs its digits), so a prepared weight
-//! dequantizes to exactly the values of the original.
+//! 12 bytes more per row and block). Every record converts back to the format's blocks
+//! ([`deinterleave_rows`]: exactly the original bytes, TQ1_0's as ggml's quantizer packs
+//! its digits), so a prepared weight dequantizes to exactly the values of the original.
 
 pub(crate) mod iq4;
 pub(crate) mod legacy;

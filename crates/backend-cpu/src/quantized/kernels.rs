@@ -41,13 +41,14 @@ pub(crate) struct ActRow {
 /// `out.len() == acts.len()`; and each `acts[r]`, by the
 /// group's dtype:
 ///
-/// - Q4_0R8, Q8_0R8, Iq4NlR8, Mxfp4R8: `blocks` points to `nb` readable Q8_0 blocks (any alignment),
-///   `scales` to `nb` readable, aligned f32s (block `b`'s scale `d` as f32) and `sums` to
-///   `nb` readable, aligned i32s (block `b`'s `Σ qs`);
-/// - Q4KR8, Q5KR8, Q6KR8, Iq4XsR8, Tq1_0R8, Tq2_0R8: `blocks` points to `nb` readable Q8_K blocks (any alignment),
-///   which carry their own scales and 16-value sums; `scales` and `sums` are not read and
-///   may hold any value (`linear` passes null, or for its first row an empty slice's
-///   dangling pointer; the tests pass null; the probe passes zeroed buffers).
+/// - Q4_0R8, Q8_0R8, Iq4NlR8, Mxfp4R8: `blocks` points to `nb` readable Q8_0 blocks (any
+///   alignment), `scales` to `nb` readable, aligned f32s (block `b`'s scale `d` as f32) and
+///   `sums` to `nb` readable, aligned i32s (block `b`'s `Σ qs`);
+/// - Q4KR8, Q5KR8, Q6KR8, Iq4XsR8, Tq1_0R8, Tq2_0R8: `blocks` points to `nb` readable Q8_K
+///   blocks (any alignment), which carry their own scales and 16-value sums; `scales` and
+///   `sums` are not read and may hold any value (`linear` passes null, or for its first row
+///   an empty slice's dangling pointer; the tests pass null; the probe passes zeroed
+///   buffers).
 pub(crate) type GemmR8Fn = unsafe fn(usize, *const u8, &[ActRow], &mut [[f32; 8]]);
 
 /// A group product with the most activation rows it takes per call (its register tile:

@@ -199,7 +199,7 @@ fn table<I: IntDots>(isa: I) -> QuantKernels {
     let wide = isa.avx512_vnni().is_some();
     let groups: [GroupKernel; InterleavedLayout::ALL.len()] = [
         group_kernel::<I, iq4::NibbleGroup<iq4::Q4_0Record>>(wide),
-        group_kernel::<I, il::LegacyGroup<il::Q8_0>>(false),
+        group_kernel::<I, il::Q8_0Group>(false),
         group_kernel::<I, q4_k::K4Group<q4_k::Q4K>>(false),
         group_kernel::<I, q4_k::K4Group<q4_k::Q5K>>(false),
         group_kernel::<I, q6_k::Q6KGroup>(false),

@@ -10,39 +10,14 @@ use std::arch::x86_64::*;
 
 use super::super::vectors::{prefetch_record, store_rows};
 use super::super::{GroupProduct, IntDots};
+use super::iq4::Q8_0_BYTES;
 use crate::interleaved::InterleavedLayout;
 use crate::quantized::kernels::ActRow;
 
-/// Bytes of a Q8_0 activation block.
-const ACT_BYTES: usize = 34;
+/// The Q8_0 group product (32 signed quant bytes per row).
+pub(in crate::quantized::x86) struct Q8_0Group;
 
-/// A 32-value format's group record: how its quants are loaded once and summed against
-/// each activation block.
-pub(in crate::quantized::x86) trait LegacyRecord {
-    /// The layout.
-    const LAYOUT: InterleavedLayout;
-    /// The record's quants as loaded.
-    type Rows<I: IntDots>: Copy;
-
-    /// The quants of the record whose rows start at `q` (after the 16 scale bytes).
-    ///
-    /// # Safety
-    ///
-    /// The record's quant bytes are readable.
-    unsafe fn rows<I: IntDots>(isa: I, q: *const u8) -> Self::Rows<I>;
-    /// The eight row sums (scale order) of `rows` against the 32 activation quants at
-    /// `a`, whose sum is `a_sum`.
-    ///
-    /// # Safety
-    ///
-    /// 32 readable bytes at `a`.
-    unsafe fn sums<I: IntDots>(isa: I, rows: Self::Rows<I>, a: *const u8, a_sum: i32) -> __m256i;
-}
-
-/// The group product of the 32-value record `F`.
-pub(in crate::quantized::x86) struct LegacyGroup<F>(F);
-
-impl<F: LegacyRecord> GroupProduct for LegacyGroup<F> {
+impl GroupProduct for Q8_0Group {
     #[inline(always)]
     unsafe fn product<I: IntDots, const R: usize>(
         isa: I,
@@ -52,7 +27,7 @@ impl<F: LegacyRecord> GroupProduct for LegacyGroup<F> {
         out: &mut [[f32; 8]],
     ) {
         let s = isa.avx2();
-        let record_bytes = F::LAYOUT.record_bytes();
+        let record_bytes = InterleavedLayout::Q8_0R8.record_bytes();
         // SAFETY: the token proves AVX.
         let mut acc = [unsafe { _mm256_setzero_ps() }; R];
         for b in 0..nb {
@@ -62,41 +37,17 @@ impl<F: LegacyRecord> GroupProduct for LegacyGroup<F> {
             unsafe {
                 let record = w.add(b * record_bytes);
                 prefetch_record(s, record, record_bytes.div_ceil(64));
-                let rows = F::rows(isa, record.add(16));
+                let rows = isa.q8_0_rows(record.add(16));
                 let w_scales = _mm256_cvtph_ps(_mm_loadu_si128(record as *const __m128i));
                 for (r, acc) in acc.iter_mut().enumerate() {
                     let act = acts.get_unchecked(r);
-                    let sums = F::sums(
-                        isa,
-                        rows,
-                        act.blocks.add(b * ACT_BYTES + 2),
-                        *act.sums.add(b),
-                    );
+                    let sums =
+                        isa.q8_0_sums(rows, act.blocks.add(b * Q8_0_BYTES + 2), *act.sums.add(b));
                     let d = _mm256_mul_ps(w_scales, _mm256_set1_ps(*act.scales.add(b)));
                     *acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sums), *acc);
                 }
             }
         }
         store_rows(s, &acc, out);
-    }
-}
-
-/// Q8_0 records: 32 signed quant bytes per row.
-pub(in crate::quantized::x86) struct Q8_0;
-
-impl LegacyRecord for Q8_0 {
-    const LAYOUT: InterleavedLayout = InterleavedLayout::Q8_0R8;
-    type Rows<I: IntDots> = I::Q8Rows;
-
-    #[inline(always)]
-    unsafe fn rows<I: IntDots>(isa: I, q: *const u8) -> I::Q8Rows {
-        // SAFETY: the record's 256 quant bytes.
-        unsafe { isa.q8_0_rows(q) }
-    }
-
-    #[inline(always)]
-    unsafe fn sums<I: IntDots>(isa: I, rows: I::Q8Rows, a: *const u8, a_sum: i32) -> __m256i {
-        // SAFETY: 32 readable bytes at `a`.
-        unsafe { isa.q8_0_sums(rows, a, a_sum) }
     }
 }
