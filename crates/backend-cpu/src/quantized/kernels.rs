@@ -2,7 +2,7 @@
 //! product per weight format.
 
 use tempra_tensor::quant::{self, QuantDot};
-use tempra_tensor::{DType, Result};
+use tempra_tensor::{DType, Result, TensorError};
 
 use crate::interleaved::InterleavedLayout;
 use crate::isa::Level;
@@ -64,8 +64,52 @@ pub(crate) struct GroupKernel {
 /// The most activation rows any [`GroupKernel`] takes per call.
 pub(crate) const MAX_GROUP_ROWS: usize = 8;
 
-/// Quantizes one f32 row into blocks of the given activation dtype.
-pub(crate) type QuantizeFn = fn(DType, &[f32], &mut [u8]) -> Result<()>;
+/// Quantizes f32 values (whole blocks) into blocks of the given activation dtype; for
+/// Q8_0 with [`BlockStats`], also each block's scale and `Σ qs`.
+pub(crate) type QuantizeFn = fn(DType, &[f32], &mut [u8], Option<BlockStats<'_>>) -> Result<()>;
+
+/// Where a Q8_0 quantizer writes each block's scale (its f16 `d` as f32) and the sum of
+/// its 32 quants, one entry per block: what the eight-row kernels read beside the blocks.
+#[derive(Debug)]
+pub(crate) struct BlockStats<'a> {
+    /// Each block's scale.
+    pub(crate) scales: &'a mut [f32],
+    /// Each block's `Σ qs`.
+    pub(crate) sums: &'a mut [i32],
+}
+
+/// The portable quantizer: the reference's blocks, then the stats read back from them.
+fn quantize_scalar(
+    dtype: DType,
+    src: &[f32],
+    dst: &mut [u8],
+    stats: Option<BlockStats<'_>>,
+) -> Result<()> {
+    stats_fit(dtype, src.len(), stats.as_ref())?;
+    quant::quantize_row(dtype, src, dst)?;
+    if let Some(stats) = stats {
+        super::acts::q8_0_block_stats(dst, stats.scales, stats.sums);
+    }
+    Ok(())
+}
+
+/// Checks that `stats`, if any, go with Q8_0 and hold an entry per block of `values`.
+pub(crate) fn stats_fit(dtype: DType, values: usize, stats: Option<&BlockStats<'_>>) -> Result<()> {
+    let Some(stats) = stats else { return Ok(()) };
+    let blocks = values / dtype.block_len();
+    if dtype != DType::Q8_0 || stats.scales.len() != blocks || stats.sums.len() != blocks {
+        return Err(TensorError::Argument {
+            op: "quantize",
+            name: "stats",
+            reason: format!(
+                "block stats are for Q8_0 rows, one entry per block ({dtype}, {blocks} blocks, {} scales, {} sums)",
+                stats.scales.len(),
+                stats.sums.len()
+            ),
+        });
+    }
+    Ok(())
+}
 
 /// Kernels for one ISA.
 #[derive(Clone, Copy, Debug)]
@@ -196,7 +240,7 @@ unsafe fn scalar_gemm_r8<W: QuantDot>(
 /// The portable table: ggml's scalar algorithms from `tempra_tensor::quant`.
 pub(crate) const SCALAR: QuantKernels = QuantKernels {
     name: "scalar",
-    quantize: quant::quantize_row,
+    quantize: quantize_scalar,
     dots: [
         Some(scalar_dot::<quant::BlockQ4_0>),
         Some(scalar_dot::<quant::BlockQ4_1>),

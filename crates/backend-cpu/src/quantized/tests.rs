@@ -11,7 +11,7 @@ use tempra_tensor::quant::{
 };
 use tempra_tensor::random::SplitMix64;
 
-use super::kernels::{FORMATS, QuantKernels, available_kernels};
+use super::kernels::{BlockStats, FORMATS, QuantKernels, available_kernels};
 
 fn tables() -> Vec<QuantKernels> {
     available_kernels()
@@ -150,9 +150,41 @@ fn every_table_quantizes_activations_bit_exactly_like_the_reference() {
             let len = if dtype == DType::Q8K { 256 } else { x.len() };
             let want = quantized(dtype, &x[..len]);
             let mut got = vec![0u8; want.len()];
-            (table.quantize)(dtype, &x[..len], &mut got).unwrap();
+            (table.quantize)(dtype, &x[..len], &mut got, None).unwrap();
             assert_eq!(got, want, "{} {dtype}", table.name);
         }
+        // Q8_0 with each block's scale and Σ qs, as the stats read back from the blocks
+        // give them (what the eight-row kernels read).
+        let want = quantized(DType::Q8_0, &x);
+        let (want_scales, want_sums) = block_stats(&want);
+        let mut got = vec![0u8; want.len()];
+        let (mut scales, mut sums) = (vec![f32::NAN; x.len() / 32], vec![i32::MIN; x.len() / 32]);
+        let stats = BlockStats {
+            scales: &mut scales,
+            sums: &mut sums,
+        };
+        (table.quantize)(DType::Q8_0, &x, &mut got, Some(stats)).unwrap();
+        assert_eq!(got, want, "{} q8_0 with stats", table.name);
+        assert_eq!(sums, want_sums, "{} q8_0 sums", table.name);
+        let bits = |v: &[f32]| v.iter().map(|s| s.to_bits()).collect::<Vec<_>>();
+        assert_eq!(
+            bits(&scales),
+            bits(&want_scales),
+            "{} q8_0 scales",
+            table.name
+        );
+        // Stats for another format, or of the wrong length, are refused.
+        let stats = BlockStats {
+            scales: &mut scales[1..],
+            sums: &mut sums[1..],
+        };
+        assert!((table.quantize)(DType::Q8_0, &x, &mut got, Some(stats)).is_err());
+        let mut q8_1 = vec![0u8; quantized(DType::Q8_1, &x).len()];
+        let stats = BlockStats {
+            scales: &mut scales,
+            sums: &mut sums,
+        };
+        assert!((table.quantize)(DType::Q8_1, &x, &mut q8_1, Some(stats)).is_err());
         // Q8_K over several blocks: random, all zero, and blocks of exact ties: ±127
         // first (the first value of largest magnitude sets the sign of the scale, so the
         // multiplier is ±1 and k.5 must round half to even like `nearest_int`).
@@ -172,11 +204,11 @@ fn every_table_quantizes_activations_bit_exactly_like_the_reference() {
         xk[256 * 4 + 77] = -40.0;
         let want = quantized(DType::Q8K, &xk);
         let mut got = vec![0u8; want.len()];
-        (table.quantize)(DType::Q8K, &xk, &mut got).unwrap();
+        (table.quantize)(DType::Q8K, &xk, &mut got, None).unwrap();
         assert_eq!(got, want, "{} q8_K blocks", table.name);
         // Errors come through unchanged.
         let mut short = vec![0u8; 10];
-        assert!((table.quantize)(DType::Q8_0, &x[..32], &mut short).is_err());
+        assert!((table.quantize)(DType::Q8_0, &x[..32], &mut short, None).is_err());
     }
 }
 

@@ -8,9 +8,11 @@
 
 use std::arch::x86_64::*;
 
-use half::f16;
 use tempra_tensor::quant::quantize_row;
 use tempra_tensor::{DType, Result};
+
+use crate::quantized::acts::q8_0_block_stats;
+use crate::quantized::kernels::{BlockStats, stats_fit};
 
 /// Values per Q8_0 block.
 const QK: usize = 32;
@@ -23,8 +25,15 @@ const QK_K: usize = 256;
 const BLOCK_K_BYTES: usize = 292;
 
 /// Quantizes `src` into `dtype` blocks: Q8_0 and Q8_K with AVX2 when this CPU has it,
-/// every other case through the reference (which also reports length errors).
-pub(super) fn quantize_activations(dtype: DType, src: &[f32], dst: &mut [u8]) -> Result<()> {
+/// every other case through the reference (which also reports length errors); with
+/// `stats`, each Q8_0 block's scale and `Σ qs` as well.
+pub(super) fn quantize_activations(
+    dtype: DType,
+    src: &[f32],
+    dst: &mut [u8],
+    stats: Option<BlockStats<'_>>,
+) -> Result<()> {
+    stats_fit(dtype, src.len(), stats.as_ref())?;
     let fits_k = src.len().is_multiple_of(QK_K) && dst.len() == src.len() / QK_K * BLOCK_K_BYTES;
     if dtype == DType::Q8K && fits_k && super::detected() {
         for (x, block) in src
@@ -39,23 +48,39 @@ pub(super) fn quantize_activations(dtype: DType, src: &[f32], dst: &mut [u8]) ->
     }
     let fits = src.len().is_multiple_of(QK) && dst.len() == src.len() / QK * BLOCK_BYTES;
     if dtype == DType::Q8_0 && fits && super::detected() {
-        for (x, block) in src.chunks_exact(QK).zip(dst.chunks_exact_mut(BLOCK_BYTES)) {
-            // SAFETY: AVX2 and FMA were detected just above; `x` holds 32 values and
-            // `block` 34 bytes.
-            unsafe { quantize_block_q8_0(x, block) };
+        let blocks = src.chunks_exact(QK).zip(dst.chunks_exact_mut(BLOCK_BYTES));
+        match stats {
+            Some(stats) => {
+                let each = stats.scales.iter_mut().zip(stats.sums.iter_mut());
+                for ((x, block), (scale, sum)) in blocks.zip(each) {
+                    // SAFETY: AVX2, FMA and F16C were detected just above; `x` holds 32
+                    // values and `block` 34 bytes.
+                    (*scale, *sum) = unsafe { quantize_block_q8_0(x, block) };
+                }
+            }
+            None => {
+                for (x, block) in blocks {
+                    // SAFETY: as above.
+                    unsafe { quantize_block_q8_0(x, block) };
+                }
+            }
         }
         return Ok(());
     }
-    quantize_row(dtype, src, dst)
+    quantize_row(dtype, src, dst)?;
+    if let Some(stats) = stats {
+        q8_0_block_stats(dst, stats.scales, stats.sums);
+    }
+    Ok(())
 }
 
-/// One Q8_0 block.
+/// One Q8_0 block; returns its scale (the stored f16 `d` as f32) and `Σ qs`.
 ///
 /// # Safety
 ///
-/// AVX2 present; `x.len() == 32`, `block.len() == 34`.
+/// AVX2 and F16C present; `x.len() == 32`, `block.len() == 34`.
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn quantize_block_q8_0(x: &[f32], block: &mut [u8]) {
+unsafe fn quantize_block_q8_0(x: &[f32], block: &mut [u8]) -> (f32, i32) {
     let sign = _mm256_set1_ps(-0.0);
     // SAFETY: 32 readable f32s.
     let v: [__m256; 4] = std::array::from_fn(|i| unsafe { _mm256_loadu_ps(x.as_ptr().add(8 * i)) });
@@ -66,7 +91,10 @@ unsafe fn quantize_block_q8_0(x: &[f32], block: &mut [u8]) {
     let amax = _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
     let d = amax / 127.0;
     let id = if d != 0.0 { 1.0 / d } else { 0.0 };
-    block[..2].copy_from_slice(&f16::from_f32(d).to_le_bytes());
+    // f32 → f16 rounding to nearest even, as `half` does, and back for the scale.
+    let d16 = _mm_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm_set_ss(d));
+    let scale = _mm_cvtss_f32(_mm_cvtph_ps(d16));
+    block[..2].copy_from_slice(&(_mm_extract_epi16::<0>(d16) as u16).to_le_bytes());
     let idv = _mm256_set1_ps(id);
     let half = _mm256_set1_ps(0.5);
     let q = v.map(|v| {
@@ -86,6 +114,15 @@ unsafe fn quantize_block_q8_0(x: &[f32], block: &mut [u8]) {
     let b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     // SAFETY: 32 writable bytes after the scale.
     unsafe { _mm256_storeu_si256(block.as_mut_ptr().add(2) as *mut __m256i, b) };
+    // Σ qs from the i32 lanes (each within ±127: no overflow).
+    let s8 = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+    let s4 = _mm_add_epi32(
+        _mm256_castsi256_si128(s8),
+        _mm256_extracti128_si256::<1>(s8),
+    );
+    let s2 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
+    let s1 = _mm_add_epi32(s2, _mm_shuffle_epi32::<0b01>(s2));
+    (scale, _mm_cvtsi128_si32(s1))
 }
 
 /// One Q8_K block.
