@@ -3,13 +3,20 @@
 //! A step with no decode rows takes as many prompt tokens as the step arena holds: no
 //! stream waits on it. A step with decode rows is every running stream's gap between two
 //! tokens, so its prompt chunk is sized to keep that step within the gap factor times a
-//! decode-only step (the target; `ServerConfig::prefill_gap_percent`). The pacer times the steps: decode-only ones give the
-//! target (a moving average; while there is none, a step with decode rows carries no
-//! prompt, so that one is timed); each mixed step scales the chunk by target / elapsed
-//! (at most twofold either way), which follows the prompt's cost per token as it grows
-//! with the position. The first chunk comes from the cost per token of the prompt-only
-//! steps. A chunk never goes below [`MIN_CHUNK`] tokens, so a prompt always makes
-//! progress.
+//! decode-only step (the target; `ServerConfig::prefill_gap_percent`).
+//!
+//! - The decode-only step is the median of the latest ones. While none was timed, a step
+//!   with decode rows carries no prompt, so that one is timed.
+//! - The first chunk comes from the cost per token of the prompt-only steps. Each mixed
+//!   step then gives the chunk that would have fit the target, its chunk scaled by
+//!   target / elapsed (at most twofold either way), which follows the prompt's cost per
+//!   token as it grows with the position. A step over the target sets the chunk at once;
+//!   one under it moves the chunk by a moving average.
+//! - The chunk is fractional, a step's budget whole: the fraction the budgets fall short
+//!   by is carried to the next one, so the budgets average the chunk instead of staying
+//!   below it (a floor of 4.7 tokens held the steps a fifth under the target). A step
+//!   then overshoots the target by less than one token's cost.
+//! - A chunk never goes below [`MIN_CHUNK`] tokens, so a prompt always makes progress.
 //!
 //! Doubling a chunk overshoots the target little: a step that took less than the target
 //! was either short of compute (twice the chunk costs at most twice the compute) or bound
@@ -22,8 +29,10 @@ use std::time::Duration;
 
 /// The fewest prompt tokens a mixed step carries.
 pub(crate) const MIN_CHUNK: usize = 4;
-/// The weight of the newest sample in each moving average.
+/// The weight of the newest sample in the moving averages.
 const SMOOTHING: f64 = 0.3;
+/// Decode-only steps whose median is the decode step.
+const DECODE_SAMPLES: usize = 32;
 
 /// The pacer's cost estimates.
 #[derive(Debug)]
@@ -32,12 +41,18 @@ pub(crate) struct ChunkPacer {
     max_tokens: usize,
     /// The longest a mixed step may take, in decode-only steps.
     gap: f64,
-    /// Seconds of a decode-only step (moving average), once one was timed.
-    decode_step: Option<f64>,
+    /// Seconds of the latest decode-only steps (a ring of the last [`DECODE_SAMPLES`]).
+    decode_steps: [f64; DECODE_SAMPLES],
+    /// Decode-only steps timed so far.
+    decode_count: usize,
     /// Seconds per token of prompt-only steps (moving average), once one was timed.
     prompt_token: Option<f64>,
-    /// The chunk of the next mixed step, once one can be sized.
+    /// The chunk that fits the target (moving average, in fractional tokens), once a
+    /// mixed step was timed.
     chunk: Option<f64>,
+    /// The fraction of a token the past budgets fell short of the chunk by, given to a
+    /// later step: the budgets then average the chunk rather than stay below it.
+    carry: f64,
 }
 
 impl ChunkPacer {
@@ -47,10 +62,35 @@ impl ChunkPacer {
         ChunkPacer {
             max_tokens: max_tokens.max(1),
             gap,
-            decode_step: None,
+            decode_steps: [0.0; DECODE_SAMPLES],
+            decode_count: 0,
             prompt_token: None,
             chunk: None,
+            carry: 0.0,
         }
+    }
+
+    /// Seconds of a decode-only step: the median of the latest ones (a slow step, a page
+    /// fault or a preempted thread, moves it little), once one was timed.
+    fn decode_step(&self) -> Option<f64> {
+        let n = self.decode_count.min(DECODE_SAMPLES);
+        if n == 0 {
+            return None;
+        }
+        let mut times = self.decode_steps;
+        let times = &mut times[..n];
+        let (_, median, _) = times.select_nth_unstable_by(n / 2, f64::total_cmp);
+        Some(*median)
+    }
+
+    /// The chunk the next mixed step aims at (fractional tokens), once a decode-only
+    /// step was timed: the measured one, else one from the prompt-only cost per token.
+    fn aim(&self) -> Option<f64> {
+        let step = self.decode_step()?;
+        Some(self.chunk.unwrap_or_else(|| match self.prompt_token {
+            Some(per_token) if per_token > 0.0 => (self.gap - 1.0) * step / per_token,
+            _ => MIN_CHUNK as f64,
+        }))
     }
 
     /// The prompt tokens the next step may carry beside `decode_rows` decode rows (zero
@@ -60,14 +100,10 @@ impl ChunkPacer {
         if decode_rows == 0 {
             return room;
         }
-        let Some(step) = self.decode_step else {
+        let Some(aim) = self.aim() else {
             return 0;
         };
-        let chunk = self.chunk.unwrap_or_else(|| match self.prompt_token {
-            Some(per_token) if per_token > 0.0 => (self.gap - 1.0) * step / per_token,
-            _ => MIN_CHUNK as f64,
-        });
-        (chunk as usize).max(MIN_CHUNK).min(room)
+        ((aim + self.carry) as usize).max(MIN_CHUNK).min(room)
     }
 
     /// Records a step of `decode_rows` decode rows and `prompt_tokens` prompt tokens
@@ -82,14 +118,25 @@ impl ChunkPacer {
         let seconds = elapsed.as_secs_f64().max(1e-9);
         match (decode_rows, prompt_tokens) {
             (0, 0) => {}
-            (_, 0) => self.decode_step = Some(average(self.decode_step, seconds)),
+            (_, 0) => {
+                self.decode_steps[self.decode_count % DECODE_SAMPLES] = seconds;
+                self.decode_count += 1;
+            }
             (0, _) => {
                 let per_token = seconds / prompt_tokens as f64;
                 self.prompt_token = Some(average(self.prompt_token, per_token));
             }
             (_, _) => {
-                let Some(step) = self.decode_step else {
+                let (Some(step), Some(aim)) = (self.decode_step(), self.aim()) else {
                     return;
+                };
+                // What the budget left of the aim goes to a later step; nothing when the
+                // budget was not the aim's (the floor, the room, the prompt's end).
+                let wanted = aim + self.carry;
+                self.carry = if prompt_tokens == budget && budget == wanted as usize {
+                    wanted - budget as f64
+                } else {
+                    0.0
                 };
                 let target = self.gap * step;
                 // A chunk cut short by the end of the prompts says nothing about a
@@ -97,8 +144,15 @@ impl ChunkPacer {
                 if prompt_tokens < budget && seconds <= target {
                     return;
                 }
-                let scale = (target / seconds).clamp(0.5, 2.0);
-                self.chunk = Some((prompt_tokens as f64 * scale).max(MIN_CHUNK as f64));
+                let fits = prompt_tokens as f64 * (target / seconds).clamp(0.5, 2.0);
+                // Too long a step shrinks the chunk at once (the streams' gaps); a short
+                // one grows it by the moving average (a noisy step moves it little).
+                let chunk = if seconds > target {
+                    fits
+                } else {
+                    average(self.chunk, fits)
+                };
+                self.chunk = Some(chunk.max(MIN_CHUNK as f64));
             }
         }
     }
@@ -131,35 +185,75 @@ mod tests {
     }
 
     /// A step of `rows` decode rows and `k` prompt tokens on a machine that reads the
-    /// weights in 25 ms and computes a token in 4 ms, overlapping the two.
-    fn machine(rows: usize, k: usize) -> Duration {
-        ms(25f64.max(4.0 * (rows + k) as f64))
+    /// weights in 25 ms and computes a token in `token` ms, overlapping the two.
+    fn machine(rows: usize, k: usize, token: f64) -> Duration {
+        ms(25f64.max(token * (rows + k) as f64))
+    }
+
+    /// Runs `steps` mixed steps of one decode row on `machine` with a cost of `token` ms
+    /// per token; returns each step's chunk and time (ms).
+    fn run(pacer: &mut ChunkPacer, steps: usize, token: f64) -> Vec<(usize, f64)> {
+        (0..steps)
+            .map(|_| {
+                let budget = pacer.budget(1);
+                let took = machine(1, budget, token);
+                pacer.record(1, budget, budget, took);
+                (budget, took.as_secs_f64() * 1e3)
+            })
+            .collect()
     }
 
     #[test]
-    fn mixed_steps_settle_within_the_target() {
+    fn mixed_steps_settle_on_the_target() {
         let mut pacer = ChunkPacer::new(512, 2.0);
-        pacer.record(0, 512, 512, machine(0, 512));
-        pacer.record(1, 0, 0, machine(1, 0));
+        pacer.record(0, 512, 512, machine(0, 512, 4.0));
+        pacer.record(1, 0, 0, machine(1, 0, 4.0));
         // The first chunk from the prompt-only cost per token: 25 ms / 4 ms.
         assert_eq!(pacer.budget(1), 6);
         let target = 2.0 * 25.0;
-        let mut chunks = Vec::new();
-        for _ in 0..12 {
-            let budget = pacer.budget(1);
-            let took = machine(1, budget);
-            assert!(
-                took.as_secs_f64() * 1e3 <= target * 1.01,
-                "{budget} tokens: {took:?}"
-            );
-            pacer.record(1, budget, budget, took);
-            chunks.push(budget);
-        }
-        // 50 ms hold 12.5 tokens of 4 ms: eleven beside the decode row.
+        let steps = run(&mut pacer, 40, 4.0);
+        // 50 ms hold 12.5 tokens of 4 ms: 11.5 beside the decode row, so the budgets
+        // alternate 11 and 12, the steps on average at the target and never more than one
+        // token's cost over it.
+        let settled = &steps[10..];
         assert!(
-            chunks[4..].iter().all(|&c| (11..=12).contains(&c)),
-            "{chunks:?}"
+            settled.iter().all(|&(k, _)| (11..=12).contains(&k)),
+            "{steps:?}"
         );
+        assert!(settled.iter().all(|&(_, t)| t <= target + 4.0), "{steps:?}");
+        let mean = settled.iter().map(|&(_, t)| t).sum::<f64>() / settled.len() as f64;
+        assert!(
+            (0.95 * target..=1.02 * target).contains(&mean),
+            "mean {mean} ms: {steps:?}"
+        );
+    }
+
+    #[test]
+    fn a_fractional_chunk_is_met_on_average() {
+        // Tokens of 9 ms beside a 25 ms decode step at gap 2: 50 / 9 - 1 = 4.56 tokens.
+        let mut pacer = ChunkPacer::new(512, 2.0);
+        pacer.record(1, 0, 0, ms(25.0));
+        let steps = run(&mut pacer, 60, 9.0);
+        let settled = &steps[20..];
+        let mean = settled.iter().map(|&(k, _)| k as f64).sum::<f64>() / settled.len() as f64;
+        assert!(settled.iter().any(|&(k, _)| k == 5), "{steps:?}");
+        assert!((4.3..=4.8).contains(&mean), "mean chunk {mean}: {steps:?}");
+    }
+
+    #[test]
+    fn the_decode_step_is_the_median_of_the_latest() {
+        let mut pacer = ChunkPacer::new(512, 2.0);
+        for _ in 0..10 {
+            pacer.record(1, 0, 0, ms(20.0));
+        }
+        // A preempted step moves the target little.
+        pacer.record(1, 0, 0, ms(400.0));
+        assert_eq!(pacer.decode_step(), Some(0.02));
+        // The latest steps replace the oldest.
+        for _ in 0..DECODE_SAMPLES {
+            pacer.record(1, 0, 0, ms(30.0));
+        }
+        assert_eq!(pacer.decode_step(), Some(0.03));
     }
 
     #[test]
@@ -168,12 +262,16 @@ mod tests {
         pacer.record(1, 0, 0, ms(25.0));
         pacer.record(1, 40, 40, ms(50.0));
         assert_eq!(pacer.budget(1), 40);
-        // Deeper into the prompt each token costs twice as much.
+        // Deeper into the prompt each token costs twice as much: too long a step halves
+        // the chunk at once.
         pacer.record(1, 40, 40, ms(100.0));
         assert_eq!(pacer.budget(1), 20);
         // The prompt's last 5 tokens, quickly: the chunk stays.
         pacer.record(1, 5, 20, ms(30.0));
         assert_eq!(pacer.budget(1), 20);
+        // A quick full step grows it by the moving average only: 20 · 50 / 40 = 25.
+        pacer.record(1, 20, 20, ms(40.0));
+        assert_eq!(pacer.budget(1), 21);
         // A slow decode step never stops the prompt.
         pacer.record(1, 8, 8, ms(2000.0));
         pacer.record(1, 8, 8, ms(2000.0));
