@@ -79,7 +79,7 @@ pub(crate) struct BlockStats<'a> {
 }
 
 /// The portable quantizer: the reference's blocks, then the stats read back from them.
-fn quantize_scalar(
+pub(crate) fn quantize_portable(
     dtype: DType,
     src: &[f32],
     dst: &mut [u8],
@@ -240,7 +240,7 @@ unsafe fn scalar_gemm_r8<W: QuantDot>(
 /// The portable table: ggml's scalar algorithms from `tempra_tensor::quant`.
 pub(crate) const SCALAR: QuantKernels = QuantKernels {
     name: "scalar",
-    quantize: quantize_scalar,
+    quantize: quantize_portable,
     dots: [
         Some(scalar_dot::<quant::BlockQ4_0>),
         Some(scalar_dot::<quant::BlockQ4_1>),

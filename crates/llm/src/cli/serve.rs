@@ -87,8 +87,8 @@ pub(crate) struct ServeArgs {
     /// connection is closed (a second signal stops at once).
     #[arg(long = "drain-timeout", value_name = "SECS", default_value_t = DurationArg(DEFAULT_DRAIN_TIMEOUT))]
     drain_timeout: DurationArg,
-    /// While a stream decodes, size each step that also carries prompt tokens to take at
-    /// most this many decode-only steps (1.1 to 100; larger: longer gaps between the
+    /// While a stream decodes, size each step that also carries prompt tokens to take
+    /// about this many decode-only steps (1.1 to 100; larger: longer gaps between the
     /// streams' tokens, a long prompt's first token sooner).
     #[arg(long = "prefill-gap", value_name = "FACTOR", default_value_t = f64::from(DEFAULT_PREFILL_GAP_PERCENT) / 100.0)]
     prefill_gap: f64,

@@ -16,7 +16,7 @@
 //!   (keeping the prefix the slot already holds: the prompt cache) and runs one mixed
 //!   step per iteration ([`step_spans`](crate::engine::step_spans): one read of the
 //!   weights for all): a decode row for every generating slot and chunks of the waiting
-//!   prompts, sized so that the step stays within [`ServerConfig::prefill_gap_percent`]
+//!   prompts, sized so that the step takes about [`ServerConfig::prefill_gap_percent`]
 //!   of a decode-only step while a stream decodes (chunked prefill: decode never waits
 //!   for a whole prompt); a prompt scored for `echo`/logprobs goes in the same way, its
 //!   chunks bringing every position's logits back. Embeddings run whole.
@@ -136,7 +136,7 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 /// The default time running requests get to finish at shutdown (10 s).
 pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// The default [`ServerConfig::prefill_gap_percent`]: a step that carries prompt tokens
-/// while a stream decodes takes at most 2.5 decode-only steps.
+/// while a stream decodes takes about 2.5 decode-only steps.
 pub const DEFAULT_PREFILL_GAP_PERCENT: u32 = 250;
 /// The roles a chat message may have without `--allow-role`.
 pub const STANDARD_ROLES: [&str; 5] = ["system", "user", "assistant", "tool", "developer"];
@@ -176,7 +176,8 @@ pub struct ServerConfig {
     /// closed.
     pub drain_timeout: Duration,
     /// While a stream decodes, a step that also carries prompt tokens (chunked prefill)
-    /// is sized to take at most this percentage of a decode-only step: the streams' gap
+    /// is sized to take this percentage of a decode-only step (within half a token's
+    /// cost; `chunk_pacer`): the streams' gap
     /// between tokens against a long prompt's time to first token (larger: longer gaps,
     /// and a prompt's time to first token closer to its time alone). At least 110.
     pub prefill_gap_percent: u32,

@@ -8,11 +8,9 @@
 
 use std::arch::x86_64::*;
 
-use tempra_tensor::quant::quantize_row;
 use tempra_tensor::{DType, Result};
 
-use crate::quantized::acts::q8_0_block_stats;
-use crate::quantized::kernels::{BlockStats, stats_fit};
+use crate::quantized::kernels::{BlockStats, quantize_portable, stats_fit};
 
 /// Values per Q8_0 block.
 const QK: usize = 32;
@@ -25,17 +23,16 @@ const QK_K: usize = 256;
 const BLOCK_K_BYTES: usize = 292;
 
 /// Quantizes `src` into `dtype` blocks: Q8_0 and Q8_K with AVX2 when this CPU has it,
-/// every other case through the reference (which also reports length errors); with
-/// `stats`, each Q8_0 block's scale and `Σ qs` as well.
+/// with `stats` each Q8_0 block's scale and `Σ qs` as well; every other case through the
+/// portable quantizer (which also reports length errors and misfit stats).
 pub(super) fn quantize_activations(
     dtype: DType,
     src: &[f32],
     dst: &mut [u8],
-    stats: Option<BlockStats<'_>>,
+    mut stats: Option<BlockStats<'_>>,
 ) -> Result<()> {
-    stats_fit(dtype, src.len(), stats.as_ref())?;
     let fits_k = src.len().is_multiple_of(QK_K) && dst.len() == src.len() / QK_K * BLOCK_K_BYTES;
-    if dtype == DType::Q8K && fits_k && super::detected() {
+    if dtype == DType::Q8K && stats.is_none() && fits_k && super::detected() {
         for (x, block) in src
             .chunks_exact(QK_K)
             .zip(dst.chunks_exact_mut(BLOCK_K_BYTES))
@@ -48,30 +45,19 @@ pub(super) fn quantize_activations(
     }
     let fits = src.len().is_multiple_of(QK) && dst.len() == src.len() / QK * BLOCK_BYTES;
     if dtype == DType::Q8_0 && fits && super::detected() {
+        stats_fit(dtype, src.len(), stats.as_ref())?;
         let blocks = src.chunks_exact(QK).zip(dst.chunks_exact_mut(BLOCK_BYTES));
-        match stats {
-            Some(stats) => {
-                let each = stats.scales.iter_mut().zip(stats.sums.iter_mut());
-                for ((x, block), (scale, sum)) in blocks.zip(each) {
-                    // SAFETY: AVX2, FMA and F16C were detected just above; `x` holds 32
-                    // values and `block` 34 bytes.
-                    (*scale, *sum) = unsafe { quantize_block_q8_0(x, block) };
-                }
-            }
-            None => {
-                for (x, block) in blocks {
-                    // SAFETY: as above.
-                    unsafe { quantize_block_q8_0(x, block) };
-                }
+        for (b, (x, block)) in blocks.enumerate() {
+            // SAFETY: AVX2, FMA and F16C were detected just above; `x` holds 32 values and
+            // `block` 34 bytes.
+            let (scale, sum) = unsafe { quantize_block_q8_0(x, block) };
+            if let Some(stats) = stats.as_mut() {
+                (stats.scales[b], stats.sums[b]) = (scale, sum);
             }
         }
         return Ok(());
     }
-    quantize_row(dtype, src, dst)?;
-    if let Some(stats) = stats {
-        q8_0_block_stats(dst, stats.scales, stats.sums);
-    }
-    Ok(())
+    quantize_portable(dtype, src, dst, stats)
 }
 
 /// One Q8_0 block; returns its scale (the stored f16 `d` as f32) and `Σ qs`.
