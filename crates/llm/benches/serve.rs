@@ -9,7 +9,10 @@
 //! the interference scenario instead: one stream decoding while a prompt of `N` tokens
 //! arrives; it prints the stream's gaps (largest over median) and the long prompt's time
 //! to first token against the same prompt alone; with `TEMPRA_SERVE_BENCH_LONG_SCORED=1`
-//! that prompt is scored (`echo` with `logprobs`, as evaluation harnesses send it).
+//! that prompt is scored (`echo` with `logprobs`, as evaluation harnesses send it);
+//! `TEMPRA_SERVE_BENCH_ROUNDS=R` runs the scenario R times (each round the prompt alone,
+//! then beside the stream, with prompts of its own) and prints the medians of the
+//! rounds' ratios and how many rounds met the serving targets.
 //!
 //! Environment:
 //! - `TEMPRA_SERVE_BENCH_URL`: `host:port` of a running server to load (no in-process
@@ -295,18 +298,64 @@ fn throughput(addr: SocketAddr) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One stream decoding while a prompt of `long` tokens arrives.
+/// What one round of the interference scenario measured.
+struct Round {
+    /// The stream's largest gap over its median gap.
+    gap_ratio: f64,
+    /// The long prompt's time to first token beside the stream over its time alone.
+    ttft_ratio: f64,
+}
+
+/// `TEMPRA_SERVE_BENCH_ROUNDS` rounds of [`long_prompt_round`], alone and beside
+/// alternating within each round (a noisy machine moves both), then the medians of the
+/// rounds' ratios and how many rounds met the serving targets (docs/serving.md).
 fn long_prompt(addr: SocketAddr, long: usize) -> anyhow::Result<()> {
+    let rounds = env_usize("TEMPRA_SERVE_BENCH_ROUNDS", 1).max(1);
+    stream(addr, &prompt(16, 1), 4, |_| {})?; // warm-up
+    let mut results = Vec::with_capacity(rounds);
+    for round in 0..rounds {
+        if rounds > 1 {
+            println!("round {}/{rounds}", round + 1);
+        }
+        results.push(long_prompt_round(addr, long, round as u64)?);
+    }
+    if rounds > 1 {
+        let median = |mut v: Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let met = results
+            .iter()
+            .filter(|r| r.gap_ratio <= MAX_GAP_RATIO && r.ttft_ratio <= MAX_TTFT_RATIO)
+            .count();
+        println!(
+            "{rounds} rounds: max/median gap median {:.2}, time to first token beside/alone median {:.2}x; {met} of {rounds} rounds within both targets (gap <= {MAX_GAP_RATIO}x median, time to first token <= {MAX_TTFT_RATIO}x)",
+            median(results.iter().map(|r| r.gap_ratio).collect()),
+            median(results.iter().map(|r| r.ttft_ratio).collect()),
+        );
+    }
+    Ok(())
+}
+
+/// The serving target for a stream's largest gap beside a long prompt, in medians.
+const MAX_GAP_RATIO: f64 = 3.0;
+/// The serving target for a long prompt's time to first token beside a stream, in
+/// its time alone.
+const MAX_TTFT_RATIO: f64 = 1.25;
+
+/// One stream decoding while a prompt of `long` tokens arrives, and the same prompt
+/// alone; `round` picks prompts no earlier round sent (nothing cached).
+fn long_prompt_round(addr: SocketAddr, long: usize, round: u64) -> anyhow::Result<Round> {
     let tokens = env_usize("TEMPRA_SERVE_BENCH_TOKENS", 512);
     let scored = env_usize("TEMPRA_SERVE_BENCH_LONG_SCORED", 0) == 1;
-    stream(addr, &prompt(16, 1), 4, |_| {})?; // warm-up
+    let seed = 10 * round;
     // Alone (a prompt of its own: nothing cached).
-    let alone = stream_scored(addr, &prompt(long, 7), 1, scored, |_| {})?.first;
+    let alone = stream_scored(addr, &prompt(long, seed + 7), 1, scored, |_| {})?.first;
     // Beside a stream: the long prompt goes once the stream has 16 tokens.
     let (tx, rx) = std::sync::mpsc::channel();
     let (decoding, beside) = std::thread::scope(|scope| {
         let decoding = scope.spawn(move || {
-            stream(addr, &prompt(16, 8), tokens, |n| {
+            stream(addr, &prompt(16, seed + 8), tokens, |n| {
                 if n == 16 {
                     let _ = tx.send(Instant::now());
                 }
@@ -316,7 +365,7 @@ fn long_prompt(addr: SocketAddr, long: usize) -> anyhow::Result<()> {
             let sent = rx.recv().context("the stream ended before 16 tokens")?;
             Ok((
                 sent,
-                stream_scored(addr, &prompt(long, 9), 1, scored, |_| {})?,
+                stream_scored(addr, &prompt(long, seed + 9), 1, scored, |_| {})?,
             ))
         });
         (
@@ -349,13 +398,15 @@ fn long_prompt(addr: SocketAddr, long: usize) -> anyhow::Result<()> {
         g.sort();
         g
     };
+    let gap_ratio = max.as_secs_f64() / median.as_secs_f64().max(1e-9);
+    let ttft_ratio = beside.first.as_secs_f64() / alone.as_secs_f64().max(1e-9);
     println!(
         "stream of {} tokens beside a {long}-token prompt: gap median {:.1} ms, p99 {:.1}, max {:.1} after token {at} (max/median {:.2}); while the prompt went in: {} gaps, median {:.1} ms, max {:.1}",
         decoding.tokens,
         ms(median),
         ms(percentile(&sorted, 0.99)),
         ms(max),
-        max.as_secs_f64() / median.as_secs_f64().max(1e-9),
+        gap_ratio,
         during.len(),
         ms(percentile(&during, 0.5)),
         ms(during.last().copied().unwrap_or_default()),
@@ -365,9 +416,12 @@ fn long_prompt(addr: SocketAddr, long: usize) -> anyhow::Result<()> {
         if scored { "scored " } else { "" },
         ms(alone),
         ms(beside.first),
-        beside.first.as_secs_f64() / alone.as_secs_f64().max(1e-9),
+        ttft_ratio,
     );
-    Ok(())
+    Ok(Round {
+        gap_ratio,
+        ttft_ratio,
+    })
 }
 
 fn main() -> anyhow::Result<()> {
