@@ -298,6 +298,12 @@ fn throughput(addr: SocketAddr) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The serving target for a stream's largest gap beside a long prompt, in medians.
+const MAX_GAP_RATIO: f64 = 3.0;
+/// The serving target for a long prompt's time to first token beside a stream, in
+/// its time alone.
+const MAX_TTFT_RATIO: f64 = 1.25;
+
 /// What one round of the interference scenario measured.
 struct Round {
     /// The stream's largest gap over its median gap.
@@ -336,12 +342,6 @@ fn long_prompt(addr: SocketAddr, long: usize) -> anyhow::Result<()> {
     }
     Ok(())
 }
-
-/// The serving target for a stream's largest gap beside a long prompt, in medians.
-const MAX_GAP_RATIO: f64 = 3.0;
-/// The serving target for a long prompt's time to first token beside a stream, in
-/// its time alone.
-const MAX_TTFT_RATIO: f64 = 1.25;
 
 /// One stream decoding while a prompt of `long` tokens arrives, and the same prompt
 /// alone; `round` picks prompts no earlier round sent (nothing cached).
