@@ -130,11 +130,12 @@ impl GpuBackend {
         self.ctx.synchronize("synchronize")
     }
 
-    /// Waits for the GPU, then frees every cached (idle) buffer of the device pools.
-    /// Returns the bytes freed.
+    /// Waits for the GPU, then frees every cached (idle) buffer of the device pools, the
+    /// rope tables and the kernels' scratch buffers. Returns the bytes freed from the
+    /// pools.
     pub fn trim(&self) -> Result<usize> {
         self.synchronize()?;
-        self.ctx.clear_rope_tables();
+        self.ctx.clear_kept_buffers();
         Ok(self.ctx.pool.trim() + self.ctx.params_pool.trim() + self.ctx.staging_pool.trim())
     }
 

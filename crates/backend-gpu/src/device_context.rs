@@ -10,6 +10,7 @@ use tempra_pool::{BufferPool, PoolConfig};
 
 use crate::device::{AdapterSummary, ErrorSink, OpenedDevice};
 use crate::error::{GpuError, Result};
+use crate::kernel_scratch::KernelScratch;
 use crate::memory::{DeviceBlock, DeviceMemory};
 use crate::options::GpuOptions;
 use crate::pipeline_cache::PipelineCache;
@@ -51,6 +52,8 @@ pub(crate) struct DeviceContext {
     placeholder: DeviceBlock,
     /// Rope frequency tables by content (see [`DeviceContext::rope_table`]).
     rope_tables: Mutex<Vec<(Vec<u8>, Arc<DeviceBlock>)>>,
+    /// `expert_linear`'s rows grouped by expert.
+    pub(crate) expert_grouping: KernelScratch,
     recorder: Mutex<Recorder>,
 }
 
@@ -132,6 +135,7 @@ impl DeviceContext {
             live,
             placeholder,
             rope_tables: Mutex::new(Vec::new()),
+            expert_grouping: KernelScratch::default(),
             recorder: Mutex::new(Recorder::default()),
         })
     }
@@ -142,7 +146,7 @@ impl DeviceContext {
     /// per-call scratch was reusable only once the GPU had finished the call before, so
     /// how many a step allocated depended on how far the GPU lagged; a shared table is
     /// safe because its host-written bytes never change (the factors are copied in
-    /// order within the command stream). [`Self::clear_rope_tables`] frees them.
+    /// order within the command stream). [`Self::clear_kept_buffers`] frees them.
     pub(crate) fn rope_table(&self, inv: &[u8], extra: usize) -> Result<Arc<DeviceBlock>> {
         /// Distinct tables kept (a model has one or two rope configurations).
         const KEEP: usize = 16;
@@ -168,12 +172,14 @@ impl DeviceContext {
         Ok(block)
     }
 
-    /// Frees the cached rope tables (their buffers go once no call in flight uses them).
-    pub(crate) fn clear_rope_tables(&self) {
+    /// Frees the cached rope tables and the kernels' scratch buffers (each goes once no
+    /// call in flight uses it).
+    pub(crate) fn clear_kept_buffers(&self) {
         self.rope_tables
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clear();
+        self.expert_grouping.clear();
     }
 
     /// A binding of the placeholder buffer, for an absent optional input.

@@ -42,6 +42,7 @@ mod device;
 mod device_context;
 mod error;
 mod fallback;
+mod kernel_scratch;
 mod kernels;
 mod memory;
 mod operand;

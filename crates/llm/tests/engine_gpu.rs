@@ -119,9 +119,9 @@ fn greedy(model: &Arc<Model>, prompt: &[u32], n: usize) -> Vec<u32> {
 }
 
 /// Nothing ran on the host, and the device pool serves no step: nothing outstanding,
-/// and another step makes no new device allocation (rope's frequency tables are kept per
-/// content by the backend, not leased per call, so this does not depend on how far the
-/// GPU lags behind the host).
+/// and another step makes no new device allocation (rope's frequency tables and the
+/// expert grouping are kept by the backend, not leased per call, so this does not depend
+/// on how far the GPU lags behind the host).
 fn check_no_allocation_no_fallback(model: &Arc<Model>, what: &str) {
     let gpu = model.executor().gpu_backend().expect("a GPU model");
     let fallbacks = tempra_tensor::Backend::handoffs(gpu);

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use tempra_tensor::{Tensor, TensorError};
+use tempra_tensor::Tensor;
 
 use crate::device_context::DeviceContext;
 use crate::error::{GpuError, Result};
@@ -245,54 +245,54 @@ pub(crate) fn expert_linear(
         Err(e) => return Err(e),
     };
     let (id_dims, id_strides) = collapse(ids.dims(), &[ids.layout().strides()]);
-    // The rows grouped by expert (`expert_rows.wgsl` says the layout): a scratch lease,
-    // reused once the GPU is done with this call.
+    // The rows grouped by expert (`expert_rows.wgsl` says the layout), in the kernel's
+    // own scratch buffer (`KernelScratch` says why not a pooled lease).
     let buckets = experts + 1;
     let words = 2 * (buckets + 1) + rows.count;
-    let grouping = ctx
-        .pool
-        .acquire(words * 4)
-        .map_err(|source| TensorError::Pool { op: OP, source })?;
-    let (gw, _) = ctx
-        .rules
-        .window(OP, "grouping", grouping.block(), 0, (words * 4) as u64)?;
-    let mut p = Params::new();
-    p.n(rows.count, OP)?.n(experts, OP)?.n(TILE_ROWS, OP)?;
-    pad_to(&mut p, 8);
-    p.layout(OP, irel as usize, &id_dims, &id_strides[0])?;
-    ctx.dispatch(&EXPERT_ROWS, &p, &[iw, gw], 1)?;
-    // At most ceil(rows / TILE_ROWS) tiles plus one partial tile per bucket.
-    let tiles = rows.count.div_ceil(TILE_ROWS) + buckets;
-    let use_f16 = ctx.f16 && dtype.is_quantized();
-    let mut e0 = 0;
-    while e0 < experts {
-        let len = per_window.min(experts - e0);
-        let window = wo.layout.narrow(0, e0, len)?;
-        let start = (window.offset() * bb) as u64;
-        let end = (window.units_spanned() * bb) as u64;
-        let (ww, wrel) = ctx.rules.window(OP, "experts", wo.block(), start, end)?;
-        let base = if dtype.is_quantized() {
-            wrel
-        } else {
-            wrel / bb as u64
-        };
-        let mut p = Params::new();
-        p.n(rows.count, OP)?
-            .n(n, OP)?
-            .n(k, OP)?
-            .u(dtype_code(dtype).unwrap_or(0));
-        p.n(row_stride, OP)?.n(col_stride, OP)?.u(base as u32);
-        p.n(dtype.block_len(), OP)?.n(bb, OP)?;
-        p.u(0).u(0).u(0);
-        p.u(orel).n(n, OP)?.u(0).n(rows.step, OP)?;
-        p.n(expert_stride, OP)?.n(e0, OP)?.n(e0 + len, OP)?;
-        p.n(tiles, OP)?.n(experts, OP)?;
-        pad_to(&mut p, 24);
-        p.layout(OP, xrel as usize, &rows.dims, &rows.strides)?;
-        let groups = to_u32(n * tiles, OP)?;
-        ctx.dispatch(&expert_linear_spec(use_f16), &p, &[xw, ww, gw, ow], groups)?;
-        e0 += len;
-    }
+    ctx.expert_grouping
+        .with(OP, &ctx.owned_memory, words * 4, |grouping| {
+            let (gw, _) = ctx
+                .rules
+                .window(OP, "grouping", grouping, 0, (words * 4) as u64)?;
+            let mut p = Params::new();
+            p.n(rows.count, OP)?.n(experts, OP)?.n(TILE_ROWS, OP)?;
+            pad_to(&mut p, 8);
+            p.layout(OP, irel as usize, &id_dims, &id_strides[0])?;
+            ctx.dispatch(&EXPERT_ROWS, &p, &[iw, gw], 1)?;
+            // At most ceil(rows / TILE_ROWS) tiles plus one partial tile per bucket.
+            let tiles = rows.count.div_ceil(TILE_ROWS) + buckets;
+            let use_f16 = ctx.f16 && dtype.is_quantized();
+            let mut e0 = 0;
+            while e0 < experts {
+                let len = per_window.min(experts - e0);
+                let window = wo.layout.narrow(0, e0, len)?;
+                let start = (window.offset() * bb) as u64;
+                let end = (window.units_spanned() * bb) as u64;
+                let (ww, wrel) = ctx.rules.window(OP, "experts", wo.block(), start, end)?;
+                let base = if dtype.is_quantized() {
+                    wrel
+                } else {
+                    wrel / bb as u64
+                };
+                let mut p = Params::new();
+                p.n(rows.count, OP)?
+                    .n(n, OP)?
+                    .n(k, OP)?
+                    .u(dtype_code(dtype).unwrap_or(0));
+                p.n(row_stride, OP)?.n(col_stride, OP)?.u(base as u32);
+                p.n(dtype.block_len(), OP)?.n(bb, OP)?;
+                p.u(0).u(0).u(0);
+                p.u(orel).n(n, OP)?.u(0).n(rows.step, OP)?;
+                p.n(expert_stride, OP)?.n(e0, OP)?.n(e0 + len, OP)?;
+                p.n(tiles, OP)?.n(experts, OP)?;
+                pad_to(&mut p, 24);
+                p.layout(OP, xrel as usize, &rows.dims, &rows.strides)?;
+                let groups = to_u32(n * tiles, OP)?;
+                ctx.dispatch(&expert_linear_spec(use_f16), &p, &[xw, ww, gw, ow], groups)?;
+                e0 += len;
+            }
+            Ok(())
+        })?;
     let (Some(bo), Some(b)) = (&bo, bias) else {
         return Ok(());
     };

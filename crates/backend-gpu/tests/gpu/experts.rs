@@ -99,3 +99,31 @@ fn rows_grouped_by_expert_in_windows_and_past_the_stack() -> anyhow::Result<()> 
         &[3],
     )
 }
+
+/// The grouping of rows by expert is the kernel's own buffer, not a pooled lease: a call
+/// leases its output and nothing else, so a decode step's pool traffic does not depend on
+/// whether the GPU has finished the call before (a pooled block is handed out again only
+/// then), however many rows a call has once the buffer is large enough.
+#[test]
+fn the_grouping_leases_nothing_from_the_pool() -> anyhow::Result<()> {
+    let (gpu, g, r) = crate::setup_own!("grouping_scratch");
+    let (experts, n, k) = (4, 16, 64);
+    let w = r.randn(&[experts, n, k], DType::F32, 0.0, 0.5, 910)?;
+    let (wg, _) = bytes_pair(&g, &r, &r.quantize(&w, DType::Q8_0)?)?;
+    let call = |tokens: usize| -> anyhow::Result<u64> {
+        let (xg, _) = randn_pair(&g, &r, &[tokens, 2, k], DType::F32, 911)?;
+        let ids = g.from_slice(&uneven_ids(tokens, 2, experts, &[]), &[tokens, 2])?;
+        let before = gpu.pool().stats();
+        g.expert_linear(&xg, &wg, &ids, None)?;
+        let after = gpu.pool().stats();
+        Ok((after.hits + after.misses) - (before.hits + before.misses))
+    };
+    for tokens in [9, 9, 3, 1] {
+        let leases = call(tokens)?;
+        anyhow::ensure!(
+            leases == 1,
+            "{tokens} tokens: {leases} leases, not the output only"
+        );
+    }
+    Ok(())
+}
