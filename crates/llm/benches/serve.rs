@@ -11,8 +11,9 @@
 //! to first token against the same prompt alone; with `TEMPRA_SERVE_BENCH_LONG_SCORED=1`
 //! that prompt is scored (`echo` with `logprobs`, as evaluation harnesses send it);
 //! `TEMPRA_SERVE_BENCH_ROUNDS=R` runs the scenario R times (each round the prompt alone,
-//! then beside the stream, with prompts of its own) and prints the medians of the
-//! rounds' ratios and how many rounds met the serving targets.
+//! beside the stream, and alone again, with prompts of its own) and prints the medians of
+//! the rounds' ratios, how many rounds met the serving targets, and how far the two
+//! alone runs of a round differed (the machine's own noise).
 //!
 //! Environment:
 //! - `TEMPRA_SERVE_BENCH_URL`: `host:port` of a running server to load (no in-process
@@ -38,17 +39,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use serde_json::json;
-use tempra_llm::engine::{LoadOptions, Model};
-use tempra_llm::quantize::QuantType;
+use tempra_llm::engine::LoadOptions;
 use tempra_llm::server::{Server, ServerConfig};
-use tempra_llm::testing::{ModelShape, RandomModelSpec, write_random_model};
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+mod common;
+use common::{bench_model, env_usize};
 
 /// What one streamed request saw.
 struct Trace {
@@ -202,23 +197,7 @@ fn target(ctx: usize) -> anyhow::Result<(Target, String)> {
         context_length: Some(ctx),
         ..LoadOptions::default()
     };
-    let mut dir = None;
-    let (model, what) = match std::env::var("TEMPRA_SERVE_BENCH_MODEL") {
-        Ok(path) => (Model::load(std::path::Path::new(&path), &options)?, path),
-        Err(_) => {
-            let shape = std::env::var("TEMPRA_SERVE_BENCH_SHAPE").unwrap_or_else(|_| "110m".into());
-            let spec =
-                RandomModelSpec::llama(ModelShape::parse(&shape)?).with_qtype(QuantType::Q4_0);
-            let made = tempfile::tempdir()?;
-            let path = made.path().join("bench.gguf");
-            std::fs::write(&path, write_random_model(&spec, Vec::new())?)?;
-            dir = Some(made);
-            (
-                Model::load(&path, &options)?,
-                format!("random {shape} Q4_0"),
-            )
-        }
-    };
+    let (model, what, dir) = bench_model("TEMPRA_SERVE_BENCH", &options)?;
     let what = format!(
         "in-process tempra: {what}, {slots} slots of {ctx}, {} engine threads",
         model.threads()
@@ -308,13 +287,18 @@ const MAX_TTFT_RATIO: f64 = 1.25;
 struct Round {
     /// The stream's largest gap over its median gap.
     gap_ratio: f64,
-    /// The long prompt's time to first token beside the stream over its time alone.
+    /// The long prompt's time to first token beside the stream over its time alone
+    /// (the mean of the runs before and after).
     ttft_ratio: f64,
+    /// How far the two alone runs differed: the larger over the smaller, less one.
+    alone_spread: f64,
 }
 
-/// `TEMPRA_SERVE_BENCH_ROUNDS` rounds of [`long_prompt_round`], alone and beside
-/// alternating within each round (a noisy machine moves both), then the medians of the
-/// rounds' ratios and how many rounds met the serving targets (docs/serving.md).
+/// `TEMPRA_SERVE_BENCH_ROUNDS` rounds of [`long_prompt_round`], alone, beside and alone
+/// again within each round (a machine whose speed drifts moves all three), then the
+/// medians of the rounds' ratios, how many rounds met the serving targets
+/// (docs/serving.md) and the median spread of the alone runs: a ratio closer to its
+/// target than that spread is not decided by this machine.
 fn long_prompt(addr: SocketAddr, long: usize) -> anyhow::Result<()> {
     let rounds = env_usize("TEMPRA_SERVE_BENCH_ROUNDS", 1).max(1);
     stream(addr, &prompt(16, 1), 4, |_| {})?; // warm-up
@@ -335,22 +319,24 @@ fn long_prompt(addr: SocketAddr, long: usize) -> anyhow::Result<()> {
             .filter(|r| r.gap_ratio <= MAX_GAP_RATIO && r.ttft_ratio <= MAX_TTFT_RATIO)
             .count();
         println!(
-            "{rounds} rounds: max/median gap median {:.2}, time to first token beside/alone median {:.2}x; {met} of {rounds} rounds within both targets (gap <= {MAX_GAP_RATIO}x median, time to first token <= {MAX_TTFT_RATIO}x)",
+            "{rounds} rounds: max/median gap median {:.2}, time to first token beside/alone median {:.2}x; {met} of {rounds} rounds within both targets (gap <= {MAX_GAP_RATIO}x median, time to first token <= {MAX_TTFT_RATIO}x); the alone runs of a round differed by {:.1} % (median)",
             median(results.iter().map(|r| r.gap_ratio).collect()),
             median(results.iter().map(|r| r.ttft_ratio).collect()),
+            100.0 * median(results.iter().map(|r| r.alone_spread).collect()),
         );
     }
     Ok(())
 }
 
-/// One stream decoding while a prompt of `long` tokens arrives, and the same prompt
-/// alone; `round` picks prompts no earlier round sent (nothing cached).
+/// One stream decoding while a prompt of `long` tokens arrives, between two runs of a
+/// prompt of that length alone; `round` picks prompts no earlier round sent (nothing
+/// cached).
 fn long_prompt_round(addr: SocketAddr, long: usize, round: u64) -> anyhow::Result<Round> {
     let tokens = env_usize("TEMPRA_SERVE_BENCH_TOKENS", 512);
     let scored = env_usize("TEMPRA_SERVE_BENCH_LONG_SCORED", 0) == 1;
     let seed = 10 * round;
-    // Alone (a prompt of its own: nothing cached).
-    let alone = stream_scored(addr, &prompt(long, seed + 7), 1, scored, |_| {})?.first;
+    // Alone (a prompt of its own: nothing cached), before and after the stream.
+    let alone_before = stream_scored(addr, &prompt(long, seed + 7), 1, scored, |_| {})?.first;
     // Beside a stream: the long prompt goes once the stream has 16 tokens.
     let (tx, rx) = std::sync::mpsc::channel();
     let (decoding, beside) = std::thread::scope(|scope| {
@@ -375,6 +361,9 @@ fn long_prompt_round(addr: SocketAddr, long: usize, round: u64) -> anyhow::Resul
     });
     let decoding = decoding?;
     let (sent, beside) = beside?;
+    let alone_after = stream_scored(addr, &prompt(long, seed + 6), 1, scored, |_| {})?.first;
+    let (before, after) = (alone_before.as_secs_f64(), alone_after.as_secs_f64());
+    let alone = (before + after) / 2.0;
     let sorted = gaps(&decoding.arrivals);
     let median = percentile(&sorted, 0.5);
     let max = sorted.last().copied().unwrap_or_default();
@@ -399,7 +388,8 @@ fn long_prompt_round(addr: SocketAddr, long: usize, round: u64) -> anyhow::Resul
         g
     };
     let gap_ratio = max.as_secs_f64() / median.as_secs_f64().max(1e-9);
-    let ttft_ratio = beside.first.as_secs_f64() / alone.as_secs_f64().max(1e-9);
+    let ttft_ratio = beside.first.as_secs_f64() / alone.max(1e-9);
+    let alone_spread = before.max(after) / before.min(after).max(1e-9) - 1.0;
     println!(
         "stream of {} tokens beside a {long}-token prompt: gap median {:.1} ms, p99 {:.1}, max {:.1} after token {at} (max/median {:.2}); while the prompt went in: {} gaps, median {:.1} ms, max {:.1}",
         decoding.tokens,
@@ -412,15 +402,18 @@ fn long_prompt_round(addr: SocketAddr, long: usize, round: u64) -> anyhow::Resul
         ms(during.last().copied().unwrap_or_default()),
     );
     println!(
-        "{long}-token {}prompt: time to first token {:.0} ms alone, {:.0} ms beside the stream ({:.2}x)",
+        "{long}-token {}prompt: time to first token {:.0} ms alone (before {:.0}, after {:.0}), {:.0} ms beside the stream ({:.2}x)",
         if scored { "scored " } else { "" },
-        ms(alone),
+        alone * 1e3,
+        before * 1e3,
+        after * 1e3,
         ms(beside.first),
         ttft_ratio,
     );
     Ok(Round {
         gap_ratio,
         ttft_ratio,
+        alone_spread,
     })
 }
 
