@@ -23,6 +23,8 @@
 
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
+
 use tempra_llm::engine::{LoadOptions, Session, step_spans};
 
 mod common;
@@ -80,15 +82,20 @@ fn main() -> anyhow::Result<()> {
     }
     let depth = env_usize("TEMPRA_CHUNK_BENCH_DEPTH", 512);
     let rounds = env_usize("TEMPRA_CHUNK_BENCH_ROUNDS", 3).max(1);
-    let chunks: Vec<usize> = std::env::var("TEMPRA_CHUNK_BENCH_CHUNKS")
-        .unwrap_or_else(|_| "4,7,8,15,16,23,24,32".into())
+    let list = std::env::var("TEMPRA_CHUNK_BENCH_CHUNKS")
+        .unwrap_or_else(|_| "4,7,8,15,16,23,24,32".into());
+    let chunks: Vec<usize> = list
         .split(',')
         .map(|k| k.trim().parse::<usize>())
-        .collect::<Result<_, _>>()?;
-    anyhow::ensure!(
-        chunks.iter().all(|&k| (1..SPAN).contains(&k)),
-        "chunk sizes must lie in 1..{SPAN}"
-    );
+        .collect::<Result<_, _>>()
+        .ok()
+        .filter(|c: &Vec<usize>| c.iter().all(|k| (1..SPAN).contains(k)))
+        .with_context(|| {
+            format!(
+                "TEMPRA_CHUNK_BENCH_CHUNKS {list:?}: chunk sizes from 1 to {} by commas",
+                SPAN - 1
+            )
+        })?;
     let options = LoadOptions {
         threads: std::env::var("TEMPRA_CHUNK_BENCH_THREADS")
             .ok()
