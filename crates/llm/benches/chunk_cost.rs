@@ -10,7 +10,8 @@
 //! beside a stream runs). For each `k` it prints the mixed step's time over a decode-only
 //! step's (the stream's gap in decode steps) and the chunks' time over the one step's
 //! (the prompt's slowdown). The chunks that keep the gap within the target give the
-//! smallest slowdown a scheduler can reach on this machine, whatever its policy.
+//! smallest slowdown that steps of one decode row and one prompt chunk can reach on
+//! this machine, whatever chunk size a scheduler picks.
 //!
 //! Environment:
 //! - `TEMPRA_CHUNK_BENCH_MODEL`: a GGUF file; otherwise a random-weight model of
@@ -25,10 +26,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use tempra_llm::engine::{LoadOptions, Session, step_spans};
+use tempra_llm::engine::{Session, step_spans};
 
 mod common;
-use common::{bench_model, env_usize};
+use common::{bench_model, env_usize, median};
 
 /// Prompt positions measured after the depth (one step holds them all; a chunk size that
 /// does not divide them ends with a shorter chunk).
@@ -43,11 +44,6 @@ fn tokens(n: usize, seed: u32) -> Vec<u32> {
     (0..n as u32)
         .map(|i| 300 + (i.wrapping_mul(7919).wrapping_add(seed * 31)) % 5000)
         .collect()
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 /// Time of `span` going into `prompt` (at `depth`) in chunks of `k` tokens, each beside
@@ -96,14 +92,7 @@ fn main() -> anyhow::Result<()> {
                 SPAN - 1
             )
         })?;
-    let options = LoadOptions {
-        threads: std::env::var("TEMPRA_CHUNK_BENCH_THREADS")
-            .ok()
-            .and_then(|v| v.parse().ok()),
-        context_length: Some(depth + SPAN + 64),
-        ..LoadOptions::default()
-    };
-    let (model, what, _dir) = bench_model("TEMPRA_CHUNK_BENCH", &options)?;
+    let (model, what, _dir) = bench_model("TEMPRA_CHUNK_BENCH", depth + SPAN + 64)?;
     println!(
         "{what}, {} threads: {SPAN} prompt positions from depth {depth}, {rounds} rounds (medians)",
         model.threads()

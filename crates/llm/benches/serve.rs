@@ -39,11 +39,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use serde_json::json;
-use tempra_llm::engine::LoadOptions;
 use tempra_llm::server::{Server, ServerConfig};
 
 mod common;
-use common::{bench_model, env_usize};
+use common::{bench_model, env_usize, median};
 
 /// What one streamed request saw.
 struct Trace {
@@ -189,15 +188,7 @@ fn target(ctx: usize) -> anyhow::Result<(Target, String)> {
         return Ok((target, format!("server at {url}")));
     }
     let slots = env_usize("TEMPRA_SERVE_BENCH_SLOTS", 4);
-    let threads = std::env::var("TEMPRA_SERVE_BENCH_THREADS")
-        .ok()
-        .and_then(|v| v.parse().ok());
-    let options = LoadOptions {
-        threads,
-        context_length: Some(ctx),
-        ..LoadOptions::default()
-    };
-    let (model, what, dir) = bench_model("TEMPRA_SERVE_BENCH", &options)?;
+    let (model, what, dir) = bench_model("TEMPRA_SERVE_BENCH", ctx)?;
     let what = format!(
         "in-process tempra: {what}, {slots} slots of {ctx}, {} engine threads",
         model.threads()
@@ -310,10 +301,6 @@ fn long_prompt(addr: SocketAddr, long: usize) -> anyhow::Result<()> {
         results.push(long_prompt_round(addr, long, round as u64)?);
     }
     if rounds > 1 {
-        let median = |mut v: Vec<f64>| {
-            v.sort_by(f64::total_cmp);
-            v[v.len() / 2]
-        };
         let met = results
             .iter()
             .filter(|r| r.gap_ratio <= MAX_GAP_RATIO && r.ttft_ratio <= MAX_TTFT_RATIO)
